@@ -1,0 +1,48 @@
+# rollax developer commands. Each target creates .venv when it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+INSTALL_STAMP := $(VENV)/.rollax-installed
+
+.PHONY: install test test-fast lint format bench constraints clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# Reinstall whenever the dependencies change.
+$(INSTALL_STAMP): $(PY) pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e ".[dev,bench]"
+	touch $@
+
+install: $(INSTALL_STAMP)
+
+## make test: the whole suite, slow tests included, after a lint check.
+test: $(INSTALL_STAMP)
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m pytest
+
+## make test-fast: the suite without the tests marked slow.
+test-fast: $(INSTALL_STAMP)
+	$(PY) -m pytest -m "not slow"
+
+lint: $(INSTALL_STAMP)
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+
+format: $(INSTALL_STAMP)
+	$(PY) -m ruff check --fix src tests benchmarks
+	$(PY) -m ruff format src tests benchmarks
+
+## make bench: every benchmark in benchmarks/, each ending with one JSON line.
+bench: $(INSTALL_STAMP)
+	$(PY) benchmarks/env_step.py
+
+constraints: $(INSTALL_STAMP)
+	{ sed -n '1,2p' constraints.txt; $(PIP) freeze --exclude-editable | grep -v '^rollax'; } > constraints.new
+	mv constraints.new constraints.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info

@@ -1,0 +1,151 @@
+"""Steps per second of batched CartPole-v1: rollax next to gymnax and Gymnasium.
+
+Measured, side by side in one process:
+  * rollax, same-step autoreset with fresh resets (the default);
+  * rollax with no reset at all (autoreset disabled): the floor a reset strategy can reach;
+  * gymnax CartPole-v1 under ``vmap`` with its own autoreset (a reset computed every step);
+  * Gymnasium's numpy vectorized CartPole (``vectorization_mode="vector_entry_point"``).
+
+The JAX variants run ``num_steps`` steps inside one jitted ``lax.scan`` whose actions come
+from a precomputed random table (the same table for rollax and gymnax), so the figure is the
+environment's throughput, not the policy's. Each figure is the median of ``--repeats`` runs
+after one warm-up (compilation excluded). The last line printed is one JSON object.
+
+Usage:
+    python benchmarks/env_step.py [--sizes 1 256 4096] [--repeats 5] [--steps 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import rollax
+
+
+def _median_rate(run: Callable[[], object], transitions: int, repeats: int) -> float:
+    """Median transitions per second of ``run`` over ``repeats`` timed calls (after a warm-up)."""
+    jax.block_until_ready(run())
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(run())
+        rates.append(transitions / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def _action_table(num_steps: int, num_envs: int) -> jax.Array:
+    return jax.random.randint(jax.random.key(1), (num_steps, num_envs), 0, 2, jnp.int32)
+
+
+def bench_rollax(num_envs: int, num_steps: int, repeats: int, autoreset_mode: str) -> float:
+    env = rollax.make("CartPole-v1", num_envs=num_envs, autoreset_mode=autoreset_mode)
+    actions = _action_table(num_steps, num_envs)
+    state, _ = env.reset(jax.random.key(0))
+
+    @jax.jit
+    def rollout(state, actions):
+        def body(state, action):
+            state, ts = env.step(state, action)
+            return state, ts.reward.sum()
+
+        state, rewards = jax.lax.scan(body, state, actions)
+        return state, rewards.sum()
+
+    return _median_rate(lambda: rollout(state, actions), num_steps * num_envs, repeats)
+
+
+def bench_gymnax(num_envs: int, num_steps: int, repeats: int) -> float:
+    import gymnax
+
+    env, params = gymnax.make("CartPole-v1")
+    actions = _action_table(num_steps, num_envs)
+    keys = jax.random.split(jax.random.key(0), num_envs)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    @jax.jit
+    def rollout(state, key, actions):
+        def body(carry, action):
+            state, key = carry
+            key, step_key = jax.random.split(key)
+            out = step(jax.random.split(step_key, num_envs), state, action, params)
+            return (out[1], key), out[2].sum()
+
+        (state, _), rewards = jax.lax.scan(body, (state, key), actions)
+        return state, rewards.sum()
+
+    key = jax.random.key(2)
+    return _median_rate(lambda: rollout(state, key, actions), num_steps * num_envs, repeats)
+
+
+def bench_gymnasium(num_envs: int, num_steps: int, repeats: int) -> float:
+    import gymnasium as gym
+
+    envs = gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="vector_entry_point")
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 2, size=(num_steps, num_envs))
+    envs.reset(seed=0)
+
+    def run() -> None:
+        for t in range(num_steps):
+            envs.step(actions[t])
+
+    rate = _median_rate(run, num_steps * num_envs, repeats)
+    envs.close()
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=1000, help="steps per timed rollout")
+    args = parser.parse_args()
+
+    results: dict[str, dict[str, float]] = {}
+    for n in args.sizes:
+        steps = args.steps if n > 1 else args.steps * 10
+        row = {
+            "rollax_same_step": bench_rollax(n, steps, args.repeats, "same_step"),
+            "rollax_no_reset": bench_rollax(n, steps, args.repeats, "disabled"),
+            "gymnax_autoreset": bench_gymnax(n, steps, args.repeats),
+            "gymnasium_numpy": bench_gymnasium(n, max(steps // 10, 100), args.repeats),
+        }
+        row["ratio_rollax_vs_gymnax"] = row["rollax_same_step"] / row["gymnax_autoreset"]
+        row["ratio_rollax_vs_gymnasium"] = row["rollax_same_step"] / row["gymnasium_numpy"]
+        row["ratio_rollax_vs_no_reset"] = row["rollax_same_step"] / row["rollax_no_reset"]
+        results[str(n)] = row
+        print(
+            f"num_envs={n:>5}: rollax same-step {row['rollax_same_step']:>12,.0f}/s | "
+            f"no reset {row['rollax_no_reset']:>12,.0f}/s | "
+            f"gymnax {row['gymnax_autoreset']:>12,.0f}/s | "
+            f"gymnasium {row['gymnasium_numpy']:>12,.0f}/s | "
+            f"rollax/gymnax {row['ratio_rollax_vs_gymnax']:.2f} | "
+            f"rollax/gymnasium {row['ratio_rollax_vs_gymnasium']:.2f}",
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "env_step",
+                "env": "CartPole-v1",
+                "unit": "steps/s",
+                "jax": jax.__version__,
+                "backend": jax.default_backend(),
+                "repeats": args.repeats,
+                "results": results,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
