@@ -79,8 +79,9 @@ def test_reset_where_draws_a_new_state_each_time(key):
     assert len(seen) == 51
 
 
-def test_each_environment_carries_its_own_key_and_resets_advance_it(key):
-    env = rollax.make("CartPole-v1", num_envs=4)
+@pytest.mark.parametrize("strategy", ["every_step", "on_done", "compact"])
+def test_each_environment_carries_its_own_key_and_resets_advance_it(strategy, key):
+    env = rollax.make("CartPole-v1", num_envs=4, reset_strategy=strategy)
     state, _ = env.reset(key)
     keys0 = np.asarray(jax.random.key_data(state.key))
     assert len({k.tobytes() for k in keys0}) == 4
@@ -91,3 +92,16 @@ def test_each_environment_carries_its_own_key_and_resets_advance_it(key):
     # No reset, no key consumed: deterministic dynamics pay nothing for keys.
     state2, _ = env.step(state, jnp.zeros(4, jnp.int32))
     np.testing.assert_array_equal(jax.random.key_data(state2.key), keys1)
+
+
+def test_the_pool_draws_with_its_own_key_chain(key):
+    """The pool strategy draws states ahead of time from a key of its own, split at every
+    refill; the environments' keys are not consumed."""
+    env = rollax.make("CartPole-v1", num_envs=4, reset_strategy="pool", refill_size=4)
+    params = env.default_params.replace(max_episode_steps=1)
+    state, _ = env.reset(key, params)
+    pool_keys = [np.asarray(jax.random.key_data(state.resets.key))]
+    for _ in range(3):  # each step hands out 4 of the 8 states: refills every other step
+        state, _ = env.step(state, jnp.zeros(4, jnp.int32), params)
+        pool_keys.append(np.asarray(jax.random.key_data(state.resets.key)))
+    assert len({k.tobytes() for k in pool_keys}) == 2  # one refill in three steps

@@ -2,11 +2,13 @@
 
 from rollax.envs._base import Environment, EnvParams
 from rollax.envs._registry import EnvSpec, make, register, registered_envs, spec
-from rollax.envs._vec_env import AUTORESET_MODES, RESET_STRATEGIES, EnvState, VecEnv
+from rollax.envs._resets import RESET_STRATEGIES, ResetPool
+from rollax.envs._vec_env import AUTORESET_MODES, EnvState, VecEnv
 
 __all__ = [
     "AUTORESET_MODES",
     "RESET_STRATEGIES",
+    "ResetPool",
     "EnvParams",
     "EnvSpec",
     "EnvState",
@@ -18,12 +20,13 @@ __all__ = [
     "spec",
 ]
 
-_CLASSIC = {
+_BUILTIN = {
     "CartPole-v1": "rollax.envs.classic.cartpole:CartPole",
     "Acrobot-v1": "rollax.envs.classic.acrobot:Acrobot",
     "MountainCar-v0": "rollax.envs.classic.mountain_car:MountainCar",
     "MountainCarContinuous-v0": "rollax.envs.classic.mountain_car:MountainCarContinuous",
     "Pendulum-v1": "rollax.envs.classic.pendulum:Pendulum",
+    "Maze-v0": "rollax.envs.maze:Maze",
 }
-for _env_id, _entry_point in _CLASSIC.items():
+for _env_id, _entry_point in _BUILTIN.items():
     register(_env_id, _entry_point)

@@ -106,7 +106,9 @@ def make(
     num_envs: int | None = None,
     *,
     autoreset_mode: AutoresetMode = "same_step",
-    reset_strategy: str = "every_step",
+    reset_strategy: str | None = None,
+    block_size: int | None = None,
+    refill_size: int | None = None,
     **options: Any,
 ) -> VecEnv:
     """Build a registered environment.
@@ -117,7 +119,13 @@ def make(
             independent environments in the batch.
         autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"``; see
             :data:`rollax.envs.AUTORESET_MODES`.
-        reset_strategy: How fresh resets are computed; see :data:`rollax.envs.RESET_STRATEGIES`.
+        reset_strategy: How fresh resets are computed, one of
+            :data:`rollax.envs.RESET_STRATEGIES`; ``None`` for the default, ``"pool"`` for a
+            batch and ``"on_done"`` for a single environment.
+        block_size: ``"compact"`` only: environments reset per block (default derived from
+            ``num_envs`` and the episode limit).
+        refill_size: ``"pool"`` only: fresh states drawn per refill, at least ``num_envs``
+            (default ``max(num_envs, 64)``).
         **options: Keyword arguments of the environment's constructor.
 
     Returns:
@@ -130,7 +138,7 @@ def make(
     Examples:
         >>> import rollax
         >>> rollax.make("CartPole-v1", num_envs=8)
-        VecEnv('CartPole-v1', num_envs=8, autoreset_mode='same_step', reset_strategy='every_step')
+        VecEnv('CartPole-v1', num_envs=8, autoreset_mode='same_step', reset_strategy='pool')
     """
     env_spec = spec(env_id)
     factory = env_spec.load()
@@ -143,6 +151,8 @@ def make(
         autoreset_mode=autoreset_mode,
         reset_strategy=reset_strategy,
         env_id=env_id,
+        block_size=block_size,
+        refill_size=refill_size,
     )
 
 

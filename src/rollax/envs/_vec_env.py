@@ -17,10 +17,17 @@ import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.envs._base import Environment, EnvParams
+from rollax.envs._resets import (
+    ResetStrategy,
+    Starts,
+    default_reset_strategy,
+    make_reset_strategy,
+    select,
+)
 from rollax.spaces import Box, Discrete, Space
 from rollax.types import PRNGKey, TimeStep
 
-__all__ = ["AUTORESET_MODES", "RESET_STRATEGIES", "EnvState", "VecEnv"]
+__all__ = ["AUTORESET_MODES", "EnvState", "VecEnv"]
 
 AutoresetMode = Literal["same_step", "next_step", "disabled"]
 AUTORESET_MODES: tuple[str, ...] = ("same_step", "next_step", "disabled")
@@ -28,10 +35,6 @@ AUTORESET_MODES: tuple[str, ...] = ("same_step", "next_step", "disabled")
 episode's first ``obs`` in the same step. ``next_step``: Gymnasium 1.0's default, the step after
 the end is a reset step whose action is ignored. ``disabled``: no automatic reset; call
 :meth:`VecEnv.reset_where` with a mask."""
-
-RESET_STRATEGIES: tuple[str, ...] = ("every_step",)
-"""How a fresh reset is computed in a batch. ``every_step``: compute a reset for every
-environment on every step and keep it where the episode ended."""
 
 
 @pytree_dataclass
@@ -46,6 +49,9 @@ class EnvState:
         episode_return: Sum of rewards in the current episode; float32.
         needs_reset: ``next_step`` mode only: the previous step ended an episode, so this
             step resets instead of acting. Always false in the other modes; bool.
+        resets: The reset strategy's own state: each environment's first state for
+            ``cached``, a :class:`~rollax.envs.ResetPool` shared by the batch for ``pool``,
+            ``None`` for the others.
     """
 
     core: Any
@@ -53,6 +59,7 @@ class EnvState:
     episode_length: jax.Array
     episode_return: jax.Array
     needs_reset: jax.Array
+    resets: Any = None
 
 
 class VecEnv:
@@ -74,8 +81,11 @@ class VecEnv:
         num_envs: ``None`` for a single environment (no batch axis) or a positive number of
             independent environments (leading batch axis on every array).
         autoreset_mode: One of :data:`AUTORESET_MODES`.
-        reset_strategy: One of :data:`RESET_STRATEGIES`.
+        reset_strategy: One of :data:`rollax.envs.RESET_STRATEGIES`, or ``None`` for the
+            default (``"pool"`` for a batch, ``"on_done"`` for a single environment).
         env_id: The registered id, for messages.
+        block_size: ``"compact"`` only: environments reset per block.
+        refill_size: ``"pool"`` only: fresh states drawn per refill (at least ``num_envs``).
 
     Examples:
         >>> import jax, rollax
@@ -91,8 +101,11 @@ class VecEnv:
         env: Environment,
         num_envs: int | None = None,
         autoreset_mode: AutoresetMode = "same_step",
-        reset_strategy: str = "every_step",
+        reset_strategy: str | None = None,
         env_id: str | None = None,
+        *,
+        block_size: int | None = None,
+        refill_size: int | None = None,
     ) -> None:
         if not isinstance(env, Environment):
             raise TypeError(
@@ -111,15 +124,22 @@ class VecEnv:
             raise ValueError(
                 f"autoreset_mode must be one of {AUTORESET_MODES}, got {autoreset_mode!r}."
             )
-        if reset_strategy not in RESET_STRATEGIES:
-            raise ValueError(
-                f"reset_strategy must be one of {RESET_STRATEGIES}, got {reset_strategy!r}."
-            )
         self.env = env
         self.num_envs = None if num_envs is None else int(num_envs)
         self.autoreset_mode = autoreset_mode
-        self.reset_strategy = reset_strategy
+        self.strategy: ResetStrategy = make_reset_strategy(
+            reset_strategy or default_reset_strategy(self.num_envs),
+            num_envs=self.num_envs or 1,
+            episode_length=int(env.default_params.max_episode_steps),
+            block_size=block_size,
+            refill_size=refill_size,
+        )
         self.env_id = env_id or env.name
+
+    @property
+    def reset_strategy(self) -> str:
+        """Name of the reset strategy; see :data:`rollax.envs.RESET_STRATEGIES`."""
+        return self.strategy.name
 
     def __repr__(self) -> str:
         return (
@@ -167,10 +187,22 @@ class VecEnv:
             false flags.
         """
         params, axes = self._check_params(params)
-        if self.num_envs is None:
-            return self._reset_one(key, params)
-        keys = jax.random.split(key, self.num_envs)
-        return jax.vmap(self._reset_one, in_axes=(0, axes))(keys, params)
+        n = self.num_envs or 1
+        # The strategy's own randomness (the pool's key chain) comes from its own child.
+        key, strategy_key = jax.random.split(key)
+        keys = jax.random.split(key, n)
+        starts = Starts(self.env, params, axes)
+        next_keys, core, obs = starts.draw(keys)
+        zeros = jnp.zeros(n, jnp.int32)
+        state = EnvState(
+            core=core,
+            key=next_keys,
+            episode_length=zeros,
+            episode_return=zeros.astype(jnp.float32),
+            needs_reset=zeros.astype(jnp.bool_),
+        )
+        state = state.replace(resets=self.strategy.init(starts, strategy_key, core, n))
+        return self._unbatch(state), self._unbatch_timestep(_start_timestep(obs, n))
 
     def step(
         self, state: EnvState, action: jax.Array, params: EnvParams | None = None
@@ -188,19 +220,29 @@ class VecEnv:
         """
         action = self._check_action(action)
         params, axes = self._check_params(params)
-        step_one = {
-            "same_step": self._step_same_step,
-            "next_step": self._step_next_step,
-            "disabled": self._step_no_reset,
-        }[self.autoreset_mode]
-        if self.num_envs is None:
-            return step_one(state, action, params)
-        return jax.vmap(step_one, in_axes=(0, 0, axes))(state, action, params)
+        state = self._batch(state)
+        action = action if self.num_envs else action[None]
+        starts = Starts(self.env, params, axes)
+        stepped, ts = jax.vmap(self._transition, in_axes=(0, 0, axes))(
+            state.replace(resets=None), action, params
+        )
+        stepped = stepped.replace(resets=state.resets)
+        if self.autoreset_mode == "same_step":
+            stepped, obs = self._reset_masked(starts, stepped, ts.done, ts.obs)
+            ts = ts.replace(obs=obs)
+        elif self.autoreset_mode == "next_step":
+            # Environments whose previous step ended an episode reset now and ignore their
+            # action; the others take a real step and remember whether it ended theirs.
+            resetting = state.needs_reset
+            stepped = stepped.replace(needs_reset=ts.done)
+            stepped, obs = self._reset_masked(starts, stepped, resetting, ts.obs)
+            ts = select(resetting, _start_timestep(obs, resetting.shape[0]), ts)
+        return self._unbatch(stepped), self._unbatch_timestep(ts)
 
     def reset_where(
         self, state: EnvState, mask: jax.Array, params: EnvParams | None = None
     ) -> tuple[EnvState, TimeStep]:
-        """Reset only the environments where ``mask`` is true, each with a fresh key.
+        """Reset only the environments where ``mask`` is true, each with fresh randomness.
 
         This is the partial reset of the ``disabled`` mode (Gymnasium's
         ``reset(options={"reset_mask": mask})``); it works in every mode.
@@ -216,40 +258,25 @@ class VecEnv:
         """
         mask = self._check_mask(mask)
         params, axes = self._check_params(params)
-        if self.num_envs is None:
-            return self._reset_where_one(state, mask, params)
-        return jax.vmap(self._reset_where_one, in_axes=(0, 0, axes))(state, mask, params)
+        state = self._batch(state)
+        mask = mask if self.num_envs else mask[None]
+        obs = jax.vmap(self.env.observe, in_axes=(0, axes))(state.core, params)
+        state, obs = self._reset_masked(Starts(self.env, params, axes), state, mask, obs)
+        return self._unbatch(state), self._unbatch_timestep(_start_timestep(obs, mask.shape[0]))
 
-    # ------------------------------------------------------------------ one environment
-
-    def _fresh_core(self, key: PRNGKey, params: EnvParams) -> tuple[PRNGKey, Any, Any]:
-        """Split ``key`` once: a new initial state from one child, the other kept."""
-        next_key, reset_key = jax.random.split(key)
-        core = self.env.reset_env(reset_key, params)
-        return next_key, core, self.env.observe(core, params)
-
-    def _reset_one(self, key: PRNGKey, params: EnvParams) -> tuple[EnvState, TimeStep]:
-        key, core, obs = self._fresh_core(key, params)
-        state = EnvState(
-            core=core,
-            key=key,
-            episode_length=jnp.zeros((), jnp.int32),
-            episode_return=jnp.zeros((), jnp.float32),
-            needs_reset=jnp.zeros((), jnp.bool_),
-        )
-        return state, _start_timestep(obs)
+    # ------------------------------------------------------------------ batch internals
 
     def _transition(
         self, state: EnvState, action: jax.Array, params: EnvParams
     ) -> tuple[EnvState, TimeStep]:
-        """One real transition with time limit and statistics, no reset."""
+        """One environment's real transition with time limit and statistics, no reset."""
         core, reward, terminated = self.env.step_env(state.core, action, params)
         reward = jnp.asarray(reward, jnp.float32)
         length = state.episode_length + 1
         episode_return = state.episode_return + reward
         truncated = length >= params.max_episode_steps
         obs = self.env.observe(core, params)
-        next_state = EnvState(core, state.key, length, episode_return, state.needs_reset)
+        next_state = state.replace(core=core, episode_length=length, episode_return=episode_return)
         timestep = TimeStep(
             obs=obs,
             reward=reward,
@@ -260,51 +287,43 @@ class VecEnv:
         )
         return next_state, timestep
 
-    def _step_no_reset(
-        self, state: EnvState, action: jax.Array, params: EnvParams
-    ) -> tuple[EnvState, TimeStep]:
-        return self._transition(state, action, params)
+    def _reset_masked(
+        self, starts: Starts, state: EnvState, mask: jax.Array, obs: Any
+    ) -> tuple[EnvState, Any]:
+        """Fresh episodes where ``mask`` (by the reset strategy); ``obs`` updated there."""
+        core, key, obs, resets = self.strategy.apply(starts, state, mask, obs)
+        state = EnvState(
+            core=core,
+            key=key,
+            episode_length=jnp.where(mask, 0, state.episode_length),
+            episode_return=jnp.where(mask, 0.0, state.episode_return),
+            needs_reset=state.needs_reset & ~mask,
+            resets=resets,
+        )
+        return state, obs
 
-    def _step_same_step(
-        self, state: EnvState, action: jax.Array, params: EnvParams
-    ) -> tuple[EnvState, TimeStep]:
-        state, timestep = self._transition(state, action, params)
-        done = timestep.done
+    def _batch(self, state: EnvState) -> EnvState:
+        """A single environment's state as a batch of one (per-environment fields only)."""
+        if self.num_envs is not None:
+            return state
+        return self._map_per_env(lambda x: x[None], state)
 
-        def fresh(state: EnvState) -> tuple[EnvState, Any]:
-            restarted, start = self._reset_one(state.key, params)
-            return restarted, start.obs
+    def _unbatch(self, state: EnvState) -> EnvState:
+        if self.num_envs is not None:
+            return state
+        return self._map_per_env(lambda x: x[0], state)
 
-        def keep(state: EnvState) -> tuple[EnvState, Any]:
-            return state, timestep.obs
+    def _unbatch_timestep(self, timestep: TimeStep) -> TimeStep:
+        if self.num_envs is not None:
+            return timestep
+        return jax.tree.map(lambda x: x[0], timestep)
 
-        # Under vmap this becomes a select: every environment computes a reset each step
-        # (the "every_step" strategy) and keeps it only where its episode ended.
-        state, obs = jax.lax.cond(done, fresh, keep, state)
-        return state, timestep.replace(obs=obs)
-
-    def _step_next_step(
-        self, state: EnvState, action: jax.Array, params: EnvParams
-    ) -> tuple[EnvState, TimeStep]:
-        def reset_step(state: EnvState) -> tuple[EnvState, TimeStep]:
-            return self._reset_one(state.key, params)
-
-        def real_step(state: EnvState) -> tuple[EnvState, TimeStep]:
-            state, timestep = self._transition(state, action, params)
-            return state.replace(needs_reset=timestep.done), timestep
-
-        return jax.lax.cond(state.needs_reset, reset_step, real_step, state)
-
-    def _reset_where_one(
-        self, state: EnvState, mask: jax.Array, params: EnvParams
-    ) -> tuple[EnvState, TimeStep]:
-        def fresh(state: EnvState) -> tuple[EnvState, TimeStep]:
-            return self._reset_one(state.key, params)
-
-        def keep(state: EnvState) -> tuple[EnvState, TimeStep]:
-            return state, _start_timestep(self.env.observe(state.core, params))
-
-        return jax.lax.cond(mask, fresh, keep, state)
+    def _map_per_env(self, fn: Any, state: EnvState) -> EnvState:
+        resets = state.resets
+        if self.strategy.per_env_state:
+            resets = jax.tree.map(fn, resets)
+        per_env = state.replace(resets=None)
+        return jax.tree.map(fn, per_env).replace(resets=resets)
 
     # ------------------------------------------------------------------ input checks
 
@@ -385,17 +404,17 @@ class VecEnv:
         return jnp.asarray(mask)
 
 
-def _start_timestep(obs: Any) -> TimeStep:
-    """The timestep of a reset: first observation, zero reward, false flags."""
-    false = jnp.zeros((), jnp.bool_)
+def _start_timestep(obs: Any, num_envs: int) -> TimeStep:
+    """The timestep of a reset for a batch: first observations, zero rewards, false flags."""
+    false = jnp.zeros(num_envs, jnp.bool_)
     return TimeStep(
         obs=obs,
-        reward=jnp.zeros((), jnp.float32),
+        reward=jnp.zeros(num_envs, jnp.float32),
         terminated=false,
         truncated=false,
         final_obs=obs,
         info={
-            "episode_return": jnp.zeros((), jnp.float32),
-            "episode_length": jnp.zeros((), jnp.int32),
+            "episode_return": jnp.zeros(num_envs, jnp.float32),
+            "episode_length": jnp.zeros(num_envs, jnp.int32),
         },
     )

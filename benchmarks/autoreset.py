@@ -1,0 +1,194 @@
+"""What fresh resets cost: every reset strategy against no reset, cached resets and gymnax.
+
+For CartPole-v1 and Maze-v0 at each batch size, in one process:
+  * steps/s with no reset at all (autoreset disabled): the floor;
+  * steps/s with ``cached`` (Brax's behaviour, not fresh) and each fresh strategy
+    (``every_step``, ``on_done``, ``compact``, ``pool``), all in same-step autoreset mode;
+  * CartPole only: gymnax's CartPole-v1 under ``vmap`` (a reset computed every step);
+  * the per-environment reset cost, measured as a batched reset of the whole batch divided
+    by its size, and the maze's reset/step cost ratio;
+  * for each fresh strategy, its overhead over no reset, next to the unavoidable overhead:
+    (episodes that finished in the rollout) x (per-environment reset cost). The target for
+    the default strategy is overhead <= 1.25 x unavoidable + 10% of the no-reset time.
+
+Every variant runs the same precomputed table of random actions inside one jitted
+``lax.scan``. Figures are medians over ``--repeats`` timed runs after a warm-up (compilation
+excluded). The last line printed is one JSON object with every figure.
+
+Usage:
+    python benchmarks/autoreset.py [--sizes 256 4096] [--repeats 5] [--steps 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+import rollax
+from rollax.envs import RESET_STRATEGIES
+
+FRESH = [s for s in RESET_STRATEGIES if s != "cached"]
+
+
+def _median_seconds(run: Callable[[], object], repeats: int) -> float:
+    jax.block_until_ready(run())
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(run())
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _actions(env: rollax.VecEnv, num_steps: int) -> jax.Array:
+    return jax.vmap(env.sample_actions)(jax.random.split(jax.random.key(1), num_steps))
+
+
+def time_rollax(env_id: str, n: int, steps: int, repeats: int, **make_kwargs) -> dict:
+    """Seconds per rollout of ``steps`` steps, and the number of episodes that finished."""
+    env = rollax.make(env_id, num_envs=n, **make_kwargs)
+    actions = _actions(env, steps)
+    state, _ = env.reset(jax.random.key(0))
+
+    @jax.jit
+    def rollout(state, actions):
+        def body(state, action):
+            state, ts = env.step(state, action)
+            return state, ts.done.sum()
+
+        state, done = jax.lax.scan(body, state, actions)
+        return state, done.sum()
+
+    seconds = _median_seconds(lambda: rollout(state, actions), repeats)
+    episodes = int(rollout(state, actions)[1])
+    return {"seconds": seconds, "episodes": episodes, "steps_per_s": steps * n / seconds}
+
+
+def time_gymnax(n: int, steps: int, repeats: int) -> dict:
+    import gymnax
+
+    env, params = gymnax.make("CartPole-v1")
+    actions = jax.random.randint(jax.random.key(1), (steps, n), 0, 2, jnp.int32)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(jax.random.key(0), n), params
+    )
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    @jax.jit
+    def rollout(state, key, actions):
+        def body(carry, action):
+            state, key = carry
+            key, step_key = jax.random.split(key)
+            out = step(jax.random.split(step_key, n), state, action, params)
+            return (out[1], key), out[3].sum() + out[4].sum()
+
+        (state, _), done = jax.lax.scan(body, (state, key), actions)
+        return state, done.sum()
+
+    key = jax.random.key(2)
+    seconds = _median_seconds(lambda: rollout(state, key, actions), repeats)
+    return {"seconds": seconds, "steps_per_s": steps * n / seconds}
+
+
+def reset_cost(env_id: str, n: int, repeats: int) -> float:
+    """Seconds per environment of a batched fresh reset of ``n`` environments."""
+    env = rollax.make(env_id, num_envs=n, autoreset_mode="disabled", reset_strategy="every_step")
+    reset = jax.jit(env.reset)
+    seconds = _median_seconds(lambda: reset(jax.random.key(3)), repeats)
+    return seconds / n
+
+
+def bench(env_id: str, n: int, steps: int, repeats: int) -> dict:
+    floor = time_rollax(env_id, n, steps, repeats, autoreset_mode="disabled")
+    per_reset = reset_cost(env_id, n, repeats)
+    row: dict = {
+        "no_reset_steps_per_s": floor["steps_per_s"],
+        "reset_seconds_per_env": per_reset,
+        "step_seconds_per_env": floor["seconds"] / (steps * n),
+    }
+    row["reset_step_cost_ratio"] = per_reset / row["step_seconds_per_env"]
+    for strategy in ["cached", *FRESH]:
+        result = time_rollax(env_id, n, steps, repeats, reset_strategy=strategy)
+        overhead = result["seconds"] - floor["seconds"]
+        unavoidable = result["episodes"] * per_reset
+        row[strategy] = {
+            "steps_per_s": result["steps_per_s"],
+            "episodes": result["episodes"],
+            "overhead_s": overhead,
+            "unavoidable_overhead_s": unavoidable,
+            "overhead_over_unavoidable": overhead / unavoidable if unavoidable else None,
+            # The target's bound: 1.25 x unavoidable + 10% of the no-reset time.
+            "overhead_bound_s": 1.25 * unavoidable + 0.10 * floor["seconds"],
+        }
+        row[strategy]["within_bound"] = overhead <= row[strategy]["overhead_bound_s"]
+    if env_id == "CartPole-v1":
+        row["gymnax_steps_per_s"] = time_gymnax(n, steps, repeats)["steps_per_s"]
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Maze-v0"])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 4096])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=500, help="steps per timed rollout")
+    args = parser.parse_args()
+    default = rollax.make("CartPole-v1", num_envs=2).reset_strategy
+
+    results: dict = {}
+    for env_id in args.envs:
+        for n in args.sizes:
+            row = bench(env_id, n, args.steps, args.repeats)
+            results[f"{env_id}/{n}"] = row
+            print(
+                f"\n{env_id} num_envs={n}: no reset {row['no_reset_steps_per_s']:,.0f} steps/s; "
+                f"reset costs {row['reset_step_cost_ratio']:.1f}x a step"
+            )
+            for strategy in ["cached", *FRESH]:
+                r = row[strategy]
+                ratio = r["overhead_over_unavoidable"]
+                print(
+                    f"  {strategy:>10}: {r['steps_per_s']:>13,.0f} steps/s | "
+                    f"vs no reset {r['steps_per_s'] / row['no_reset_steps_per_s']:.2f} | "
+                    f"overhead {r['overhead_s'] * 1e3:7.1f} ms vs unavoidable "
+                    f"{r['unavoidable_overhead_s'] * 1e3:6.1f} ms "
+                    f"({'n/a' if ratio is None else f'{ratio:.2f}x'}) | "
+                    f"bound {'met' if r['within_bound'] else 'MISSED'}"
+                )
+            d = row[default]
+            print(
+                f"  default ({default}) vs every_step: "
+                f"{d['steps_per_s'] / row['every_step']['steps_per_s']:.2f}x",
+                end="",
+            )
+            if "gymnax_steps_per_s" in row:
+                print(
+                    f" | vs gymnax ({row['gymnax_steps_per_s']:,.0f} steps/s): "
+                    f"{d['steps_per_s'] / row['gymnax_steps_per_s']:.2f}x",
+                    end="",
+                )
+            print(flush=True)
+    print(
+        json.dumps(
+            {
+                "benchmark": "autoreset",
+                "default_strategy": default,
+                "unit": "steps/s",
+                "jax": jax.__version__,
+                "backend": jax.default_backend(),
+                "steps": args.steps,
+                "repeats": args.repeats,
+                "results": results,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,509 @@
+"""Reset strategies: how a batch computes fresh initial states (DESIGN.md 2).
+
+A strategy decides how the environments of a batch that need a reset get one.
+
+Each strategy is a small frozen dataclass with two pure functions: ``init`` builds whatever
+state it carries (a pool of states, cached first states, or nothing) and ``apply`` resets the
+environments selected by a mask. All fresh strategies draw from the environment's reset
+distribution with keys used nowhere else; they differ only in what they compute and when.
+
+Shapes: ``N`` is the batch size. ``mask`` is bool ``(N,)``; every per-environment leaf has a
+leading ``N`` axis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from rollax._struct import pytree_dataclass
+from rollax.envs._base import Environment, EnvParams
+from rollax.types import PRNGKey
+
+__all__ = [
+    "RESET_STRATEGIES",
+    "Cached",
+    "Compact",
+    "EveryStep",
+    "OnDone",
+    "Pool",
+    "ResetPool",
+    "Starts",
+    "default_reset_strategy",
+    "make_reset_strategy",
+]
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def select(mask: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """Per-environment ``where`` over two pytrees whose leaves lead with ``mask``'s axis."""
+
+    def where(a: jax.Array, b: jax.Array) -> jax.Array:
+        m = mask.reshape(mask.shape + (1,) * (jnp.ndim(a) - mask.ndim))
+        return jnp.where(m, a, b)
+
+    return jax.tree.map(where, on_true, on_false)
+
+
+def at_most_once(pred: jax.Array, fn: Any, operand: Any) -> Any:
+    """``fn(operand)`` if ``pred`` else ``operand``, computing ``fn`` only when needed.
+
+    Like ``lax.cond`` without a false branch, but written as a ``while_loop`` that runs at
+    most once, so that it stays cheap under ``vmap`` too: a batched ``cond`` computes both
+    branches for every member, a batched ``while_loop`` runs its body only when some member's
+    predicate holds (and keeps the others unchanged).
+    """
+
+    def body(carry: tuple) -> tuple:
+        _, value = carry
+        return jnp.zeros((), jnp.bool_), fn(value)
+
+    return jax.lax.while_loop(lambda carry: carry[0], body, (pred, operand))[1]
+
+
+def gather_params(params: EnvParams, axes: Any, index: jax.Array) -> EnvParams:
+    """The params of the environments at ``index``.
+
+    Per-environment leaves are gathered, shared leaves kept.
+    """
+    if axes is None:
+        return params
+    return jax.tree.map(lambda p, a: p if a is None else jnp.asarray(p)[index], params, axes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Starts:
+    """Draws fresh initial states (a trace-time helper closed over env and params).
+
+    Attributes:
+        env: The environment definition.
+        params: The batch's params; leaves may carry one value per environment.
+        axes: For each params leaf, 0 if it carries one value per environment, else None;
+            ``None`` altogether for a single environment.
+    """
+
+    env: Environment
+    params: EnvParams
+    axes: Any
+
+    @property
+    def per_env_params(self) -> bool:
+        """Whether some params leaf carries one value per environment."""
+        return self.axes is not None and any(
+            a == 0 for a in jax.tree.leaves(self.axes, is_leaf=lambda x: x is None) if a is not None
+        )
+
+    def shared(self) -> Starts:
+        """The same draws with shared params.
+
+        Each per-environment leaf is reduced to its first value: only valid where no reset
+        reads such a leaf (see the pool).
+        """
+        if not self.per_env_params:
+            return self
+        params = jax.tree.map(
+            lambda p, a: p if a is None else jnp.asarray(p)[0], self.params, self.axes
+        )
+        return Starts(self.env, params, None)
+
+    def per_env_reset_params(self) -> list[str]:
+        """Paths of the per-environment params leaves that a reset or an observation reads.
+
+        Found by tracing ``reset_env`` and ``observe`` once (at trace time, nothing runs):
+        a leaf that neither reads, such as a physics constant used only by ``step_env``,
+        may differ between environments even when initial states are drawn ahead of time.
+        """
+        if not self.per_env_params:
+            return []
+        default = self.env.default_params
+        leaves, treedef = jax.tree.flatten(default)
+
+        def reset_and_observe(*leaves: Any) -> Any:
+            params = jax.tree.unflatten(treedef, leaves)
+            core = self.env.reset_env(jax.random.key(0), params)
+            return core, self.env.observe(core, params)
+
+        jaxpr = jax.make_jaxpr(reset_and_observe)(*leaves).jaxpr
+        read = {v for eqn in jaxpr.eqns for v in eqn.invars if not hasattr(v, "val")}
+        read |= {v for v in jaxpr.outvars if not hasattr(v, "val")}
+        paths = jax.tree_util.tree_leaves_with_path(self.axes, is_leaf=lambda x: x is None)
+        return [
+            jax.tree_util.keystr(path)
+            for (path, axis), var in zip(paths, jaxpr.invars, strict=True)
+            if axis == 0 and var in read
+        ]
+
+    def draw(self, keys: PRNGKey, index: jax.Array | None = None) -> tuple[PRNGKey, Any, Any]:
+        """Split each key once; reset with one child, keep the other.
+
+        Args:
+            keys: ``(K,)`` keys, one per initial state to draw.
+            index: ``(K,)`` environment indices whose per-environment params to use, or
+                ``None`` to use the params as they are (shared, or already one per key).
+
+        Returns:
+            ``(next_keys, core, obs)``, each with a leading ``K`` axis.
+        """
+        params = self.params if index is None else gather_params(self.params, self.axes, index)
+        axes = self.axes if self.per_env_params else None
+
+        def one(key: PRNGKey, params: EnvParams) -> tuple[PRNGKey, Any, Any]:
+            next_key, reset_key = jax.random.split(key)
+            core = self.env.reset_env(reset_key, params)
+            return next_key, core, self.env.observe(core, params)
+
+        return jax.vmap(one, in_axes=(0, axes))(keys, params)
+
+
+# ---------------------------------------------------------------------------- strategies
+
+
+@dataclasses.dataclass(frozen=True)
+class EveryStep:
+    """Compute a fresh reset for every environment on every call; keep it where ``mask``.
+
+    The simplest strategy (gymnax's), and the reference the others are tested against.
+    """
+
+    name: ClassVar[str] = "every_step"
+    fresh: ClassVar[bool] = True
+    per_env_state: ClassVar[bool] = False
+
+    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
+        """No state of its own."""
+        return None
+
+    def apply(
+        self, starts: Starts, state: Any, mask: jax.Array, obs: Any
+    ) -> tuple[Any, PRNGKey, Any, Any]:
+        """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
+        next_keys, core, start_obs = starts.draw(state.key)
+        return (
+            select(mask, core, state.core),
+            select(mask, next_keys, state.key),
+            select(mask, start_obs, obs),
+            state.resets,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class OnDone:
+    """Like :class:`EveryStep`, but only on calls where some environment needs a reset.
+
+    A ``lax.cond`` outside the batch: free on the steps where no episode ends.
+    """
+
+    name: ClassVar[str] = "on_done"
+    fresh: ClassVar[bool] = True
+    per_env_state: ClassVar[bool] = False
+
+    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
+        """No state of its own."""
+        return None
+
+    def apply(
+        self, starts: Starts, state: Any, mask: jax.Array, obs: Any
+    ) -> tuple[Any, PRNGKey, Any, Any]:
+        """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
+
+        def reset(carry: tuple) -> tuple:
+            core, key, obs = carry
+            next_keys, new_core, start_obs = starts.draw(key)
+            return (
+                select(mask, new_core, core),
+                select(mask, next_keys, key),
+                select(mask, start_obs, obs),
+            )
+
+        core, key, obs = at_most_once(mask.any(), reset, (state.core, state.key, obs))
+        return core, key, obs, state.resets
+
+
+@dataclasses.dataclass(frozen=True)
+class Compact:
+    """Reset only the environments that need it, ``block_size`` at a time.
+
+    The indices of the masked environments are gathered into a fixed-size block, only those
+    are reset, and the results are scattered back. When more than ``block_size`` need a reset
+    on one call, further blocks follow (a ``while_loop``) until every one of them has a fresh
+    state: none is left unreset and none gets a stale state. No block runs when none is masked.
+
+    Attributes:
+        block_size: Environments reset per block; a static size.
+    """
+
+    block_size: int
+    name: ClassVar[str] = "compact"
+    fresh: ClassVar[bool] = True
+    per_env_state: ClassVar[bool] = False
+
+    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
+        """No state of its own."""
+        return None
+
+    def apply(
+        self, starts: Starts, state: Any, mask: jax.Array, obs: Any
+    ) -> tuple[Any, PRNGKey, Any, Any]:
+        """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
+        n = mask.shape[0]
+        k = min(self.block_size, n)
+
+        def block(carry: tuple) -> tuple:
+            core, keys, obs, remaining = carry
+            (index,) = jnp.nonzero(remaining, size=k, fill_value=n)  # n: out of bounds, dropped
+            safe = jnp.minimum(index, n - 1)
+            next_keys, new_core, new_obs = starts.draw(keys[safe], safe)
+
+            def put(old: jax.Array, new: jax.Array) -> jax.Array:
+                return old.at[index].set(new, mode="drop")
+
+            core = jax.tree.map(put, core, new_core)
+            obs = jax.tree.map(put, obs, new_obs)
+            keys = put(keys, next_keys)
+            remaining = put(remaining, jnp.zeros(k, jnp.bool_))
+            return core, keys, obs, remaining
+
+        core, keys, obs, _ = jax.lax.while_loop(
+            lambda carry: carry[3].any(), block, (state.core, state.key, obs, mask)
+        )
+        return core, keys, obs, state.resets
+
+
+@pytree_dataclass
+class ResetPool:
+    """Fresh initial states drawn ahead of time (the ``pool`` strategy's state).
+
+    A ring buffer: the ``count`` states from ``start`` on have not been handed out yet. Every
+    state is handed out once. ``P`` is the pool size.
+
+    Attributes:
+        core: Environment states, leading axis ``P``.
+        obs: Their observations, leading axis ``P``.
+        start: int32, index of the next state to hand out.
+        count: int32, how many states are left.
+        key: The pool's own key; each refill splits it.
+        params: The params the pooled states were drawn with; when the params passed to a
+            step differ, the pool is emptied and refilled, so no state from old params is
+            ever handed out.
+    """
+
+    core: Any
+    obs: Any
+    start: jax.Array
+    count: jax.Array
+    key: PRNGKey
+    params: EnvParams
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    """Hand out initial states from a pool of precomputed fresh states, refilled in chunks.
+
+    Refills draw ``refill_size`` states at once (one large batched reset, only on the calls
+    where the pool runs low), so the cost of resets is paid in efficient chunks. The pool
+    holds ``num_envs + refill_size`` states. Its states are drawn with the pool's own key
+    chain; per-environment params are not supported (use ``compact``).
+
+    Attributes:
+        refill_size: States drawn per refill; at least the number of environments.
+    """
+
+    refill_size: int
+    name: ClassVar[str] = "pool"
+    fresh: ClassVar[bool] = True
+    per_env_state: ClassVar[bool] = False
+
+    def pool_size(self, num_envs: int) -> int:
+        """States the pool holds."""
+        return num_envs + self.refill_size
+
+    @staticmethod
+    def check_params(starts: Starts) -> None:
+        """Raise if a params leaf that resets read has one value per environment.
+
+        A trace-time check. Per-environment leaves that only the dynamics read (domain
+        randomization of physics) are fine: pooled states do not depend on them.
+        """
+        paths = starts.per_env_reset_params()
+        if paths:
+            raise ValueError(
+                f"reset_strategy='pool' draws initial states ahead of time with one set of "
+                f"params, but params{', params'.join(paths)} (read by reset_env or observe) "
+                f"has one value per environment. Use reset_strategy='compact' or 'on_done' "
+                f"for per-environment reset params."
+            )
+
+    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> ResetPool:
+        """A full pool of fresh states."""
+        self.check_params(starts)
+        starts = starts.shared()
+        size = self.pool_size(num_envs)
+        key, fill_key = jax.random.split(key)
+        _, pool_core, pool_obs = starts.draw(jax.random.split(fill_key, size))
+        return ResetPool(
+            core=pool_core,
+            obs=pool_obs,
+            start=jnp.zeros((), jnp.int32),
+            count=jnp.full((), size, jnp.int32),
+            key=key,
+            params=jax.tree.map(jnp.asarray, starts.params),
+        )
+
+    def _refill(self, starts: Starts, pool: ResetPool) -> ResetPool:
+        size = jax.tree.leaves(pool.obs)[0].shape[0]
+        key, fill_key = jax.random.split(pool.key)
+        _, core, obs = starts.draw(jax.random.split(fill_key, self.refill_size))
+        where = (pool.start + pool.count + jnp.arange(self.refill_size)) % size
+
+        def put(old: jax.Array, new: jax.Array) -> jax.Array:
+            return old.at[where].set(new)
+
+        return pool.replace(
+            core=jax.tree.map(put, pool.core, core),
+            obs=jax.tree.map(put, pool.obs, obs),
+            count=pool.count + self.refill_size,
+            key=key,
+        )
+
+    def apply(
+        self, starts: Starts, state: Any, mask: jax.Array, obs: Any
+    ) -> tuple[Any, PRNGKey, Any, Any]:
+        """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
+        self.check_params(starts)
+        starts = starts.shared()
+        pool: ResetPool = state.resets
+        size = jax.tree.leaves(pool.obs)[0].shape[0]
+        changed = jnp.zeros((), jnp.bool_)
+        for old, new in zip(
+            jax.tree.leaves(pool.params), jax.tree.leaves(starts.params), strict=True
+        ):
+            changed = changed | jnp.any(jnp.asarray(old) != jnp.asarray(new))
+        pool = pool.replace(
+            count=jnp.where(changed, 0, pool.count),
+            params=jax.tree.map(
+                lambda new, old: jnp.asarray(new, jnp.asarray(old).dtype),
+                starts.params,
+                pool.params,
+            ),
+        )
+        needed = mask.sum(dtype=jnp.int32)
+        pool = at_most_once(pool.count < needed, lambda p: self._refill(starts, p), pool)
+        slot = (pool.start + jnp.cumsum(mask, dtype=jnp.int32) - 1) % size
+        core = select(mask, jax.tree.map(lambda x: x[slot], pool.core), state.core)
+        obs = select(mask, jax.tree.map(lambda x: x[slot], pool.obs), obs)
+        pool = pool.replace(start=(pool.start + needed) % size, count=pool.count - needed)
+        return core, state.key, obs, pool
+
+
+@dataclasses.dataclass(frozen=True)
+class Cached:
+    """Brax's behaviour: return every environment to the first state it had. NOT fresh.
+
+    Every episode of an environment starts from the same state, so per-episode randomness
+    (procedural layouts, domain randomization) is lost. Only by explicit request.
+    """
+
+    name: ClassVar[str] = "cached"
+    fresh: ClassVar[bool] = False
+    per_env_state: ClassVar[bool] = True
+
+    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
+        """The first state of every environment."""
+        return core
+
+    def apply(
+        self, starts: Starts, state: Any, mask: jax.Array, obs: Any
+    ) -> tuple[Any, PRNGKey, Any, Any]:
+        """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
+        first = state.resets
+        axes = starts.axes if starts.per_env_params else None
+        first_obs = jax.vmap(starts.env.observe, in_axes=(0, axes))(first, starts.params)
+        return select(mask, first, state.core), state.key, select(mask, first_obs, obs), first
+
+
+# ---------------------------------------------------------------------------- choice
+
+ResetStrategy = EveryStep | OnDone | Compact | Pool | Cached
+
+RESET_STRATEGIES: tuple[str, ...] = ("every_step", "on_done", "compact", "pool", "cached")
+"""Names accepted by ``rollax.make(..., reset_strategy=...)``; all but ``cached`` are fresh."""
+
+
+def default_reset_strategy(num_envs: int | None) -> str:
+    """The default strategy: ``pool`` for a batch, ``on_done`` for a single environment.
+
+    ``pool`` is the fastest fresh strategy in ``benchmarks/autoreset.py`` on every environment
+    and batch size measured (CartPole and the maze at 256 and 4,096 environments): resets are
+    computed in large batched refills only when the pool runs low, so the cost per finished
+    episode is close to that of an efficient batched reset. A single environment has nothing
+    to batch, so it resets exactly when its episode ends.
+    """
+    return "on_done" if num_envs is None else "pool"
+
+
+def default_block_size(num_envs: int, episode_length: int) -> int:
+    """Default block of the ``compact`` strategy.
+
+    About twice the expected number of environments finishing per step when episodes last
+    ``episode_length`` steps, rounded up to a power of two, at least 1 and at most
+    ``num_envs``. More finishing at once costs another block, not a stale state.
+    """
+    expected = 2.0 * num_envs / max(int(episode_length), 1)
+    return int(min(num_envs, max(1, 2 ** math.ceil(math.log2(max(expected, 1.0))))))
+
+
+def make_reset_strategy(
+    name: str,
+    num_envs: int,
+    episode_length: int,
+    block_size: int | None = None,
+    refill_size: int | None = None,
+) -> ResetStrategy:
+    """Build a strategy by name with its static options checked.
+
+    Args:
+        name: One of :data:`RESET_STRATEGIES`.
+        num_envs: Batch size (1 for a single environment).
+        episode_length: Typical episode length, for the default ``block_size``.
+        block_size: ``compact`` only: environments reset per block.
+        refill_size: ``pool`` only: states drawn per refill; at least ``num_envs``.
+
+    Raises:
+        ValueError: unknown name, or an option that is invalid or does not apply.
+    """
+    if name not in RESET_STRATEGIES:
+        raise ValueError(f"reset_strategy must be one of {RESET_STRATEGIES}, got {name!r}.")
+    if block_size is not None and name != "compact":
+        raise ValueError(
+            f"block_size applies to reset_strategy='compact' only, got reset_strategy={name!r}."
+        )
+    if refill_size is not None and name != "pool":
+        raise ValueError(
+            f"refill_size applies to reset_strategy='pool' only, got reset_strategy={name!r}."
+        )
+    if name == "compact":
+        if block_size is None:
+            block_size = default_block_size(num_envs, episode_length)
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+            raise ValueError(f"block_size must be a positive integer, got {block_size!r}.")
+        return Compact(min(block_size, num_envs))
+    if name == "pool":
+        if refill_size is None:
+            refill_size = max(num_envs, 64)
+        if (
+            isinstance(refill_size, bool)
+            or not isinstance(refill_size, int)
+            or refill_size < num_envs
+        ):
+            raise ValueError(
+                f"refill_size must be an integer >= num_envs ({num_envs}), so that one refill "
+                f"always covers a step where every environment finishes; got {refill_size!r}."
+            )
+        return Pool(refill_size)
+    return {"every_step": EveryStep, "on_done": OnDone, "cached": Cached}[name]()
