@@ -216,8 +216,8 @@ def test_strategies_under_jit_and_vmap_without_recompiling(strategy, key):
 def test_unknown_strategy_and_options():
     with pytest.raises(ValueError, match=r"reset_strategy must be one of .*'pool'.*got 'lazy'"):
         rollax.make("CartPole-v1", num_envs=2, reset_strategy="lazy")
-    with pytest.raises(ValueError, match=r"block_size applies to reset_strategy='compact' only"):
-        rollax.make("CartPole-v1", num_envs=2, reset_strategy="pool", block_size=4)
+    with pytest.raises(ValueError, match=r"block_size applies to reset_strategy='compact' or"):
+        rollax.make("CartPole-v1", num_envs=2, reset_strategy="on_done", block_size=4)
     with pytest.raises(ValueError, match=r"refill_size must be an integer >= num_envs \(8\)"):
         rollax.make("CartPole-v1", num_envs=8, reset_strategy="pool", refill_size=4)
     with pytest.raises(ValueError, match="block_size must be a positive integer, got 0"):

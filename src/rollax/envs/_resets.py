@@ -225,17 +225,84 @@ class OnDone:
         return core, key, obs, state.resets
 
 
+def inclusive_count(mask: jax.Array) -> jax.Array:
+    """``cumsum(mask)`` as int32, computed with two small matrix products.
+
+    On CPU, XLA's cumsum is a log-depth chain of small ops that costs more than the
+    environment step itself at a few thousand environments; blocked triangular matmuls
+    (exact for counts below 2**24) cost a fraction of it.
+    """
+    n = mask.shape[0]
+    block = next(b for b in (64, 32, 16, 8, 4, 2, 1) if n % b == 0)
+    x = mask.astype(jnp.float32).reshape(n // block, block)
+    within = x @ jnp.triu(jnp.ones((block, block), jnp.float32))
+    before = jnp.tril(jnp.ones((n // block, n // block), jnp.float32), -1) @ within[:, -1]
+    return (within + before[:, None]).reshape(n).astype(jnp.int32)
+
+
+def compacted(mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Indices of the true entries of ``mask`` moved to the front.
+
+    Returns:
+        ``(order, count)``: int32 ``(N,)`` whose first ``count`` entries are the indices
+        where ``mask`` is true, in increasing order, and ``N`` (out of bounds) after them;
+        ``count`` int32 ``()``.
+    """
+    n = mask.shape[0]
+    rank = inclusive_count(mask) - 1
+    order = (
+        jnp.full(n, n, jnp.int32)
+        .at[jnp.where(mask, rank, n)]
+        .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+    )
+    return order, mask.sum(dtype=jnp.int32)
+
+
+def block_sizes(smallest: int, n: int) -> tuple[int, ...]:
+    """Static block sizes ``smallest * 4**j`` below ``n``, then ``n`` itself."""
+    sizes, size = [], max(1, min(smallest, n))
+    while size < n:
+        sizes.append(size)
+        size *= 4
+    return (*sizes, n)
+
+
+def for_masked(mask: jax.Array, smallest_block: int, body: Any, carry: Any) -> Any:
+    """Run ``body(carry, index)`` once on all the masked indices of this call.
+
+    ``index`` is int32 ``(size,)``: the masked environment indices followed by the
+    out-of-bounds ``N`` as padding (scatters with ``mode="drop"`` ignore it), where ``size``
+    is the smallest of :func:`block_sizes` that holds them all. A ``lax.switch`` picks that
+    size, so a call costs at most four times the work of the masked environments (or the
+    smallest block), and nothing when none is masked.
+    """
+    n = mask.shape[0]
+    order, count = compacted(mask)
+    sizes = block_sizes(smallest_block, n)
+
+    def branch(size: int) -> Any:
+        return lambda carry: body(carry, order[:size])
+
+    which = jnp.where(count == 0, 0, 1 + jnp.sum(count > jnp.asarray(sizes[:-1], jnp.int32)))
+    return jax.lax.switch(which, [lambda carry: carry, *map(branch, sizes)], carry)
+
+
+def _put(old: jax.Array, index: jax.Array, new: jax.Array) -> jax.Array:
+    return old.at[index].set(new, mode="drop")
+
+
 @dataclasses.dataclass(frozen=True)
 class Compact:
     """Reset only the environments that need it, ``block_size`` at a time.
 
-    The indices of the masked environments are gathered into a fixed-size block, only those
-    are reset, and the results are scattered back. When more than ``block_size`` need a reset
-    on one call, further blocks follow (a ``while_loop``) until every one of them has a fresh
-    state: none is left unreset and none gets a stale state. No block runs when none is masked.
+    The indices of the masked environments are compacted into a block of static size; only
+    those are reset, and the results are scattered back. The block is ``block_size`` when
+    that holds them all; when more finish at once, a larger static block (``block_size``
+    times a power of 4, up to the batch) takes them all: none is left unreset and none gets a
+    stale state. Nothing runs when none is masked.
 
     Attributes:
-        block_size: Environments reset per block; a static size.
+        block_size: The smallest block; a static size.
     """
 
     block_size: int
@@ -252,26 +319,18 @@ class Compact:
     ) -> tuple[Any, PRNGKey, Any, Any]:
         """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
         n = mask.shape[0]
-        k = min(self.block_size, n)
 
-        def block(carry: tuple) -> tuple:
-            core, keys, obs, remaining = carry
-            (index,) = jnp.nonzero(remaining, size=k, fill_value=n)  # n: out of bounds, dropped
+        def block(carry: tuple, index: jax.Array) -> tuple:
+            core, keys, obs = carry
             safe = jnp.minimum(index, n - 1)
             next_keys, new_core, new_obs = starts.draw(keys[safe], safe)
+            return (
+                jax.tree.map(lambda old, new: _put(old, index, new), core, new_core),
+                _put(keys, index, next_keys),
+                jax.tree.map(lambda old, new: _put(old, index, new), obs, new_obs),
+            )
 
-            def put(old: jax.Array, new: jax.Array) -> jax.Array:
-                return old.at[index].set(new, mode="drop")
-
-            core = jax.tree.map(put, core, new_core)
-            obs = jax.tree.map(put, obs, new_obs)
-            keys = put(keys, next_keys)
-            remaining = put(remaining, jnp.zeros(k, jnp.bool_))
-            return core, keys, obs, remaining
-
-        core, keys, obs, _ = jax.lax.while_loop(
-            lambda carry: carry[3].any(), block, (state.core, state.key, obs, mask)
-        )
+        core, keys, obs = for_masked(mask, self.block_size, block, (state.core, state.key, obs))
         return core, keys, obs, state.resets
 
 
@@ -279,12 +338,12 @@ class Compact:
 class ResetPool:
     """Fresh initial states drawn ahead of time (the ``pool`` strategy's state).
 
-    A ring buffer: the ``count`` states from ``start`` on have not been handed out yet. Every
-    state is handed out once. ``P`` is the pool size.
+    A ring buffer of ``2 * refill_size`` states: the ``count`` states from ``start`` on (modulo
+    the size) have not been handed out yet. Every state is handed out once.
 
     Attributes:
-        core: Environment states, leading axis ``P``.
-        obs: Their observations, leading axis ``P``.
+        core: Environment states, leading axis ``2 * refill_size``.
+        obs: Their observations, same leading axis.
         start: int32, index of the next state to hand out.
         count: int32, how many states are left.
         key: The pool's own key; each refill splits it.
@@ -305,23 +364,30 @@ class ResetPool:
 class Pool:
     """Hand out initial states from a pool of precomputed fresh states, refilled in chunks.
 
-    Refills draw ``refill_size`` states at once (one large batched reset, only on the calls
-    where the pool runs low), so the cost of resets is paid in efficient chunks. The pool
-    holds ``num_envs + refill_size`` states. Its states are drawn with the pool's own key
-    chain; per-environment params are not supported (use ``compact``).
+    A refill draws ``refill_size`` states at once (one large batched reset, only on calls
+    where the pool runs low) and writes them as one contiguous block; a step moves the next
+    states into the environments that finished (in a block of static size, as ``compact``).
+    The cost of a reset is thus paid in efficient chunks, and a step costs little more than
+    moving the finished environments' new states into place. The pool's states come from its own key
+    chain. Per-environment params are allowed unless a reset reads them (then use
+    ``compact``).
 
     Attributes:
-        refill_size: States drawn per refill; at least the number of environments.
+        refill_size: States drawn per refill; at least the number of environments, so that
+            one refill covers a step where every environment finishes.
+        block_size: The smallest block of environments served on a step.
     """
 
     refill_size: int
+    block_size: int
     name: ClassVar[str] = "pool"
     fresh: ClassVar[bool] = True
     per_env_state: ClassVar[bool] = False
 
-    def pool_size(self, num_envs: int) -> int:
-        """States the pool holds."""
-        return num_envs + self.refill_size
+    @property
+    def pool_size(self) -> int:
+        """States the pool holds: two refills' worth."""
+        return 2 * self.refill_size
 
     @staticmethod
     def check_params(starts: Starts) -> None:
@@ -343,26 +409,26 @@ class Pool:
         """A full pool of fresh states."""
         self.check_params(starts)
         starts = starts.shared()
-        size = self.pool_size(num_envs)
         key, fill_key = jax.random.split(key)
-        _, pool_core, pool_obs = starts.draw(jax.random.split(fill_key, size))
+        _, pool_core, pool_obs = starts.draw(jax.random.split(fill_key, self.pool_size))
         return ResetPool(
             core=pool_core,
             obs=pool_obs,
             start=jnp.zeros((), jnp.int32),
-            count=jnp.full((), size, jnp.int32),
+            count=jnp.full((), self.pool_size, jnp.int32),
             key=key,
             params=jax.tree.map(jnp.asarray, starts.params),
         )
 
     def _refill(self, starts: Starts, pool: ResetPool) -> ResetPool:
-        size = jax.tree.leaves(pool.obs)[0].shape[0]
         key, fill_key = jax.random.split(pool.key)
         _, core, obs = starts.draw(jax.random.split(fill_key, self.refill_size))
-        where = (pool.start + pool.count + jnp.arange(self.refill_size)) % size
+        # Refills advance the write position by refill_size in a ring of twice that, so
+        # it is 0 or refill_size: one contiguous block, never wrapping.
+        at = (pool.start + pool.count) % self.pool_size
 
         def put(old: jax.Array, new: jax.Array) -> jax.Array:
-            return old.at[where].set(new)
+            return jax.lax.dynamic_update_slice_in_dim(old, new, at, axis=0)
 
         return pool.replace(
             core=jax.tree.map(put, pool.core, core),
@@ -378,26 +444,31 @@ class Pool:
         self.check_params(starts)
         starts = starts.shared()
         pool: ResetPool = state.resets
-        size = jax.tree.leaves(pool.obs)[0].shape[0]
         changed = jnp.zeros((), jnp.bool_)
         for old, new in zip(
             jax.tree.leaves(pool.params), jax.tree.leaves(starts.params), strict=True
         ):
-            changed = changed | jnp.any(jnp.asarray(old) != jnp.asarray(new))
+            changed = changed | jnp.any(old != new)
         pool = pool.replace(
             count=jnp.where(changed, 0, pool.count),
             params=jax.tree.map(
-                lambda new, old: jnp.asarray(new, jnp.asarray(old).dtype),
-                starts.params,
-                pool.params,
+                lambda new, old: jnp.asarray(new, old.dtype), starts.params, pool.params
             ),
         )
         needed = mask.sum(dtype=jnp.int32)
         pool = at_most_once(pool.count < needed, lambda p: self._refill(starts, p), pool)
-        slot = (pool.start + jnp.cumsum(mask, dtype=jnp.int32) - 1) % size
-        core = select(mask, jax.tree.map(lambda x: x[slot], pool.core), state.core)
-        obs = select(mask, jax.tree.map(lambda x: x[slot], pool.obs), obs)
-        pool = pool.replace(start=(pool.start + needed) % size, count=pool.count - needed)
+
+        def block(carry: tuple, index: jax.Array) -> tuple:
+            core, obs = carry
+            slots = (pool.start + jnp.arange(index.shape[0])) % self.pool_size
+
+            def serve(old: jax.Array, source: jax.Array) -> jax.Array:
+                return _put(old, index, source[slots])
+
+            return jax.tree.map(serve, core, pool.core), jax.tree.map(serve, obs, pool.obs)
+
+        core, obs = for_masked(mask, self.block_size, block, (state.core, obs))
+        pool = pool.replace(start=(pool.start + needed) % self.pool_size, count=pool.count - needed)
         return core, state.key, obs, pool
 
 
@@ -471,7 +542,7 @@ def make_reset_strategy(
         name: One of :data:`RESET_STRATEGIES`.
         num_envs: Batch size (1 for a single environment).
         episode_length: Typical episode length, for the default ``block_size``.
-        block_size: ``compact`` only: environments reset per block.
+        block_size: ``compact`` and ``pool`` only: environments reset or served per block.
         refill_size: ``pool`` only: states drawn per refill; at least ``num_envs``.
 
     Raises:
@@ -479,19 +550,21 @@ def make_reset_strategy(
     """
     if name not in RESET_STRATEGIES:
         raise ValueError(f"reset_strategy must be one of {RESET_STRATEGIES}, got {name!r}.")
-    if block_size is not None and name != "compact":
+    if block_size is not None and name not in ("compact", "pool"):
         raise ValueError(
-            f"block_size applies to reset_strategy='compact' only, got reset_strategy={name!r}."
+            f"block_size applies to reset_strategy='compact' or 'pool' only, got "
+            f"reset_strategy={name!r}."
         )
     if refill_size is not None and name != "pool":
         raise ValueError(
             f"refill_size applies to reset_strategy='pool' only, got reset_strategy={name!r}."
         )
-    if name == "compact":
+    if name in ("compact", "pool"):
         if block_size is None:
             block_size = default_block_size(num_envs, episode_length)
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
             raise ValueError(f"block_size must be a positive integer, got {block_size!r}.")
+    if name == "compact":
         return Compact(min(block_size, num_envs))
     if name == "pool":
         if refill_size is None:
@@ -505,5 +578,5 @@ def make_reset_strategy(
                 f"refill_size must be an integer >= num_envs ({num_envs}), so that one refill "
                 f"always covers a step where every environment finishes; got {refill_size!r}."
             )
-        return Pool(refill_size)
+        return Pool(refill_size, min(block_size, num_envs))
     return {"every_step": EveryStep, "on_done": OnDone, "cached": Cached}[name]()
