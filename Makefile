@@ -39,6 +39,7 @@ format: $(INSTALL_STAMP)
 ## make bench: every benchmark in benchmarks/, each ending with one JSON line.
 bench: $(INSTALL_STAMP)
 	$(PY) benchmarks/env_step.py
+	$(PY) benchmarks/autoreset.py
 
 constraints: $(INSTALL_STAMP)
 	{ sed -n '1,2p' constraints.txt; $(PIP) freeze --exclude-editable | grep -v '^rollax'; } > constraints.new
