@@ -14,9 +14,10 @@ For CartPole-v1 and Maze-v0 at each batch size, in one process:
     (episodes that finished in the rollout) x (per-environment reset cost). The target for
     the default strategy is overhead <= 1.25 x unavoidable + 10% of the floor time.
 
-Every variant runs the same precomputed table of random actions inside one jitted
-``lax.scan``. Figures are medians over ``--repeats`` timed runs after a warm-up (compilation
-excluded). The last line printed is one JSON object with every figure.
+Every rollax variant runs the same precomputed table of random actions (gymnax one drawn from
+the same distribution) inside one jitted ``lax.scan``. Figures are medians over ``--repeats``
+timed runs after a warm-up (compilation excluded). The last line printed is one JSON object
+with every figure.
 
 Usage:
     python benchmarks/autoreset.py [--sizes 256 4096] [--repeats 5] [--steps 500]
@@ -26,30 +27,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 
 import rollax
+from _common import gymnax_cartpole, median_seconds
 from rollax.envs import RESET_STRATEGIES
 
 FRESH = [s for s in RESET_STRATEGIES if s != "cached"]
 
 
-def _median_seconds(run: Callable[[], object], repeats: int) -> float:
-    jax.block_until_ready(run())
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(run())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _actions(env: rollax.VecEnv, num_steps: int) -> jax.Array:
+    """Uniformly random actions, ``(num_steps, num_envs, ...)``, the same for every variant."""
     return jax.vmap(env.sample_actions)(jax.random.split(jax.random.key(1), num_steps))
 
 
@@ -68,35 +58,9 @@ def time_rollax(env_id: str, n: int, steps: int, repeats: int, **make_kwargs) ->
         state, done = jax.lax.scan(body, state, actions)
         return state, done.sum()
 
-    seconds = _median_seconds(lambda: rollout(state, actions), repeats)
+    seconds = median_seconds(lambda: rollout(state, actions), repeats)
     episodes = int(rollout(state, actions)[1])
     return {"seconds": seconds, "episodes": episodes, "steps_per_s": steps * n / seconds}
-
-
-def time_gymnax(n: int, steps: int, repeats: int) -> dict:
-    import gymnax
-
-    env, params = gymnax.make("CartPole-v1")
-    actions = jax.random.randint(jax.random.key(1), (steps, n), 0, 2, jnp.int32)
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(
-        jax.random.split(jax.random.key(0), n), params
-    )
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    @jax.jit
-    def rollout(state, key, actions):
-        def body(carry, action):
-            state, key = carry
-            key, step_key = jax.random.split(key)
-            out = step(jax.random.split(step_key, n), state, action, params)
-            return (out[1], key), out[3].sum() + out[4].sum()
-
-        (state, _), done = jax.lax.scan(body, (state, key), actions)
-        return state, done.sum()
-
-    key = jax.random.key(2)
-    seconds = _median_seconds(lambda: rollout(state, key, actions), repeats)
-    return {"seconds": seconds, "steps_per_s": steps * n / seconds}
 
 
 def reset_cost(env_id: str, n: int, repeats: int, rounds: int = 20) -> float:
@@ -112,7 +76,7 @@ def reset_cost(env_id: str, n: int, repeats: int, rounds: int = 20) -> float:
 
         return jax.lax.scan(body, jnp.zeros(()), jax.random.split(key, rounds))[0]
 
-    seconds = _median_seconds(lambda: many_resets(jax.random.key(3)), repeats)
+    seconds = median_seconds(lambda: many_resets(jax.random.key(3)), repeats)
     return seconds / (rounds * n)
 
 
@@ -149,7 +113,7 @@ def bench(env_id: str, n: int, steps: int, repeats: int) -> dict:
         }
         row[strategy]["within_bound"] = overhead <= row[strategy]["overhead_bound_s"]
     if env_id == "CartPole-v1":
-        row["gymnax_steps_per_s"] = time_gymnax(n, steps, repeats)["steps_per_s"]
+        row["gymnax_steps_per_s"] = steps * n / median_seconds(gymnax_cartpole(n, steps), repeats)
     return row
 
 

@@ -19,35 +19,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import rollax
-
-
-def _median_rate(run: Callable[[], object], transitions: int, repeats: int) -> float:
-    """Median transitions per second of ``run`` over ``repeats`` timed calls (after a warm-up)."""
-    jax.block_until_ready(run())
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(run())
-        rates.append(transitions / (time.perf_counter() - start))
-    return statistics.median(rates)
-
-
-def _action_table(num_steps: int, num_envs: int) -> jax.Array:
-    return jax.random.randint(jax.random.key(1), (num_steps, num_envs), 0, 2, jnp.int32)
+from _common import gymnax_cartpole, median_seconds, random_actions
 
 
 def bench_rollax(num_envs: int, num_steps: int, repeats: int, autoreset_mode: str) -> float:
     env = rollax.make("CartPole-v1", num_envs=num_envs, autoreset_mode=autoreset_mode)
-    actions = _action_table(num_steps, num_envs)
+    actions = random_actions(num_steps, num_envs)
     state, _ = env.reset(jax.random.key(0))
 
     @jax.jit
@@ -59,31 +41,11 @@ def bench_rollax(num_envs: int, num_steps: int, repeats: int, autoreset_mode: st
         state, rewards = jax.lax.scan(body, state, actions)
         return state, rewards.sum()
 
-    return _median_rate(lambda: rollout(state, actions), num_steps * num_envs, repeats)
+    return num_steps * num_envs / median_seconds(lambda: rollout(state, actions), repeats)
 
 
 def bench_gymnax(num_envs: int, num_steps: int, repeats: int) -> float:
-    import gymnax
-
-    env, params = gymnax.make("CartPole-v1")
-    actions = _action_table(num_steps, num_envs)
-    keys = jax.random.split(jax.random.key(0), num_envs)
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    @jax.jit
-    def rollout(state, key, actions):
-        def body(carry, action):
-            state, key = carry
-            key, step_key = jax.random.split(key)
-            out = step(jax.random.split(step_key, num_envs), state, action, params)
-            return (out[1], key), out[2].sum()
-
-        (state, _), rewards = jax.lax.scan(body, (state, key), actions)
-        return state, rewards.sum()
-
-    key = jax.random.key(2)
-    return _median_rate(lambda: rollout(state, key, actions), num_steps * num_envs, repeats)
+    return num_steps * num_envs / median_seconds(gymnax_cartpole(num_envs, num_steps), repeats)
 
 
 def bench_gymnasium(num_envs: int, num_steps: int, repeats: int) -> float:
@@ -98,7 +60,7 @@ def bench_gymnasium(num_envs: int, num_steps: int, repeats: int) -> float:
         for t in range(num_steps):
             envs.step(actions[t])
 
-    rate = _median_rate(run, num_steps * num_envs, repeats)
+    rate = num_steps * num_envs / median_seconds(run, repeats)
     envs.close()
     return rate
 

@@ -164,64 +164,60 @@ class Starts:
 # ---------------------------------------------------------------------------- strategies
 
 
+def reset_selected(
+    starts: Starts, mask: jax.Array, core: Any, key: PRNGKey, obs: Any
+) -> tuple[Any, PRNGKey, Any]:
+    """Draw a fresh state for every environment and keep it where ``mask``."""
+    next_keys, new_core, start_obs = starts.draw(key)
+    return select(mask, new_core, core), select(mask, next_keys, key), select(mask, start_obs, obs)
+
+
+class _Stateless:
+    """Shared by the fresh strategies that keep no state of their own."""
+
+    fresh: ClassVar[bool] = True
+    per_env_state: ClassVar[bool] = False
+
+    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
+        """No state of its own."""
+        return None
+
+
 @dataclasses.dataclass(frozen=True)
-class EveryStep:
+class EveryStep(_Stateless):
     """Compute a fresh reset for every environment on every call; keep it where ``mask``.
 
     The simplest strategy (gymnax's), and the reference the others are tested against.
     """
 
     name: ClassVar[str] = "every_step"
-    fresh: ClassVar[bool] = True
-    per_env_state: ClassVar[bool] = False
-
-    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
-        """No state of its own."""
-        return None
 
     def apply(
         self, starts: Starts, state: Any, mask: jax.Array, obs: Any
     ) -> tuple[Any, PRNGKey, Any, Any]:
         """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
-        next_keys, core, start_obs = starts.draw(state.key)
-        return (
-            select(mask, core, state.core),
-            select(mask, next_keys, state.key),
-            select(mask, start_obs, obs),
-            state.resets,
-        )
+        return (*reset_selected(starts, mask, state.core, state.key, obs), state.resets)
 
 
 @dataclasses.dataclass(frozen=True)
-class OnDone:
+class OnDone(_Stateless):
     """Like :class:`EveryStep`, but only on calls where some environment needs a reset.
 
-    A ``lax.cond`` outside the batch: free on the steps where no episode ends.
+    A conditional outside the batch (:func:`at_most_once`): free on the steps where no
+    episode ends.
     """
 
     name: ClassVar[str] = "on_done"
-    fresh: ClassVar[bool] = True
-    per_env_state: ClassVar[bool] = False
-
-    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
-        """No state of its own."""
-        return None
 
     def apply(
         self, starts: Starts, state: Any, mask: jax.Array, obs: Any
     ) -> tuple[Any, PRNGKey, Any, Any]:
         """Returns ``(core, key, obs, strategy_state)`` with the masked environments reset."""
-
-        def reset(carry: tuple) -> tuple:
-            core, key, obs = carry
-            next_keys, new_core, start_obs = starts.draw(key)
-            return (
-                select(mask, new_core, core),
-                select(mask, next_keys, key),
-                select(mask, start_obs, obs),
-            )
-
-        core, key, obs = at_most_once(mask.any(), reset, (state.core, state.key, obs))
+        core, key, obs = at_most_once(
+            mask.any(),
+            lambda carry: reset_selected(starts, mask, *carry),
+            (state.core, state.key, obs),
+        )
         return core, key, obs, state.resets
 
 
@@ -292,7 +288,7 @@ def _put(old: jax.Array, index: jax.Array, new: jax.Array) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class Compact:
+class Compact(_Stateless):
     """Reset only the environments that need it, ``block_size`` at a time.
 
     The indices of the masked environments are compacted into a block of static size; only
@@ -307,12 +303,6 @@ class Compact:
 
     block_size: int
     name: ClassVar[str] = "compact"
-    fresh: ClassVar[bool] = True
-    per_env_state: ClassVar[bool] = False
-
-    def init(self, starts: Starts, key: PRNGKey, core: Any, num_envs: int) -> Any:
-        """No state of its own."""
-        return None
 
     def apply(
         self, starts: Starts, state: Any, mask: jax.Array, obs: Any

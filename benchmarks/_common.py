@@ -1,0 +1,56 @@
+"""Helpers shared by the benchmark scripts: timing and the gymnax CartPole reference."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call (which
+    compiles); each call is waited for with ``block_until_ready``."""
+    jax.block_until_ready(run())
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(run())
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def random_actions(num_steps: int, num_envs: int, num_actions: int = 2) -> jax.Array:
+    """The table of discrete actions every JAX variant replays: int32 ``(steps, envs)``."""
+    return jax.random.randint(jax.random.key(1), (num_steps, num_envs), 0, num_actions, jnp.int32)
+
+
+def gymnax_cartpole(num_envs: int, num_steps: int) -> Callable[[], tuple]:
+    """A jitted rollout of gymnax's CartPole-v1 under ``vmap`` with its own autoreset (a reset
+    computed every step; the caller splits one key per environment per step, as gymnax's API
+    requires). Returns a zero-argument function giving ``(final_state, episodes_finished)``."""
+    import gymnax
+
+    env, params = gymnax.make("CartPole-v1")
+    actions = random_actions(num_steps, num_envs)
+    keys = jax.random.split(jax.random.key(0), num_envs)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    @jax.jit
+    def rollout(state, key, actions):
+        def body(carry, action):
+            state, key = carry
+            key, step_key = jax.random.split(key)
+            _, state, _, terminated, truncated, _ = step(
+                jax.random.split(step_key, num_envs), state, action, params
+            )
+            return (state, key), (terminated | truncated).sum()
+
+        (state, _), done = jax.lax.scan(body, (state, key), actions)
+        return state, done.sum()
+
+    key = jax.random.key(2)
+    return lambda: rollout(state, key, actions)

@@ -1,0 +1,40 @@
+"""The benchmark scripts run end to end at a tiny size and end with one JSON line.
+
+Speed is never asserted here (the machine is noisy); this only keeps the scripts working.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("script", "keys"),
+    [
+        ("env_step.py", {"rollax_same_step", "rollax_no_reset", "gymnax_autoreset"}),
+        ("autoreset.py", {"pool", "compact", "cached", "floor_steps_per_s"}),
+    ],
+)
+def test_benchmark_ends_with_json(script, keys):
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / script),
+            *"--sizes 8 --repeats 1 --steps 20".split(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    rows = [row for name, row in report["results"].items() if name.endswith("8")]
+    assert rows and all(keys <= set(row) for row in rows)
