@@ -1,0 +1,73 @@
+"""Running mean and variance of observations, as part of a training state."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from rollax._struct import pytree_dataclass
+
+__all__ = ["RunningStats", "normalize", "running_stats", "update_running_stats"]
+
+
+@pytree_dataclass
+class RunningStats:
+    """Mean and variance of everything seen so far (Chan et al.'s parallel update).
+
+    Attributes:
+        mean: float32 ``shape``.
+        var: float32 ``shape``, the population variance.
+        count: float32 ``()``, the number of samples (a small positive prior at the start, as
+            Gymnasium's and Stable-Baselines3's normalizers do, so the first division is safe).
+    """
+
+    mean: jax.Array
+    var: jax.Array
+    count: jax.Array
+
+
+def running_stats(shape: tuple[int, ...]) -> RunningStats:
+    """Stats before any sample: mean 0, variance 1, count 1e-4."""
+    return RunningStats(
+        mean=jnp.zeros(shape, jnp.float32),
+        var=jnp.ones(shape, jnp.float32),
+        count=jnp.full((), 1e-4, jnp.float32),
+    )
+
+
+def update_running_stats(stats: RunningStats, batch: jax.Array) -> RunningStats:
+    """Fold a batch into the stats.
+
+    Args:
+        stats: The current stats, of some ``shape``.
+        batch: float ``(..., *shape)``: any number of leading sample axes.
+    """
+    batch = batch.astype(jnp.float32).reshape(-1, *stats.mean.shape)
+    batch_count = jnp.asarray(batch.shape[0], jnp.float32)
+    batch_mean = batch.mean(axis=0)
+    batch_var = batch.var(axis=0)
+    total = stats.count + batch_count
+    delta = batch_mean - stats.mean
+    mean = stats.mean + delta * (batch_count / total)
+    m2 = (
+        stats.var * stats.count
+        + batch_var * batch_count
+        + delta**2 * (stats.count * batch_count / total)
+    )
+    return RunningStats(mean=mean, var=m2 / total, count=total)
+
+
+def normalize(
+    stats: RunningStats, x: jax.Array, clip: float = 10.0, eps: float = 1e-8
+) -> jax.Array:
+    """``(x - mean) / sqrt(var + eps)``, clipped to ``[-clip, clip]``.
+
+    Args:
+        stats: Stats of some ``shape``.
+        x: float ``(..., *shape)``, any number of leading axes.
+        clip: Bound of the normalized values.
+        eps: Added to the variance before the square root.
+    """
+    mean = jnp.broadcast_to(stats.mean, x.shape)
+    scale = jnp.broadcast_to(jnp.sqrt(stats.var + eps), x.shape)
+    return jnp.clip((x - mean) / scale, -clip, clip)
