@@ -1,0 +1,1 @@
+"""Agents, each in its own folder: ``rollax.agents.ppo``."""

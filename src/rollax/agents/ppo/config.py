@@ -1,0 +1,155 @@
+"""PPO's configuration: static sizes and default hyperparameters, each field documented."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["PPOConfig", "PRESETS"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Configuration of a PPO training run.
+
+    Sizes and switches are static (changing them compiles again). The hyperparameters
+    (learning rate, coefficients, discount) are only defaults: the trainer copies them into
+    the training state, where they are data and may differ per seed.
+    """
+
+    num_envs: int = 8
+    """Environments stepped in parallel per seed."""
+    num_steps: int = 64
+    """Steps per environment in each rollout; a rollout holds num_envs * num_steps transitions."""
+    total_steps: int = 131_072
+    """Environment steps per seed that the learning-rate schedule spans; a multiple of
+    num_envs * num_steps."""
+    num_epochs: int = 4
+    """Passes over each rollout during an update."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide num_envs * num_steps."""
+    learning_rate: float = 2.5e-3
+    """Adam's learning rate (before annealing)."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to zero over total_steps."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE's lambda."""
+    clip_eps: float = 0.2
+    """Clipping range of the probability ratio (and of the value, with clip_value)."""
+    clip_value: bool = False
+    """Clip the value update around the rollout's values, as in the original PPO code."""
+    ent_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Gradients are rescaled to at most this global norm."""
+    normalize_obs: bool = False
+    """Normalize observations with running statistics kept in the training state (off for
+    CartPole, whose observations are already of order one and whose late, narrow state
+    distribution would keep moving the statistics under a converged policy)."""
+    normalize_advantages: bool = True
+    """Standardize advantages within each minibatch."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Widths of the hidden layers of the actor and of the critic."""
+    activation: str = "tanh"
+    """Activation of the hidden layers: tanh, relu or gelu."""
+    num_seeds: int = 1
+    """Independent seeds trained at once in one compiled program."""
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per rollout per seed: num_envs * num_steps."""
+        return self.num_envs * self.num_steps
+
+    def validate(self) -> None:
+        """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
+        for name in (
+            "num_envs",
+            "num_steps",
+            "total_steps",
+            "num_epochs",
+            "num_minibatches",
+            "num_seeds",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"PPOConfig.{name} must be a positive integer, got {value!r}.")
+        for name in ("learning_rate", "max_grad_norm", "clip_eps"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"PPOConfig.{name} must be positive, got {value!r}.")
+        for name in ("ent_coef", "vf_coef"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"PPOConfig.{name} must be >= 0, got {getattr(self, name)!r}.")
+        for name in ("gamma", "gae_lambda"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(
+                    f"PPOConfig.{name} must lie in [0, 1], got {getattr(self, name)!r}."
+                )
+        if self.batch_size % self.num_minibatches:
+            divisors = [
+                d for d in range(1, min(self.batch_size, 64) + 1) if self.batch_size % d == 0
+            ]
+            raise ValueError(
+                f"PPOConfig.num_minibatches={self.num_minibatches} must divide the rollout "
+                f"size num_envs * num_steps = {self.batch_size}; valid values include "
+                f"{divisors}."
+            )
+        check_budget(self.total_steps, self.batch_size, "PPOConfig.total_steps")
+        if self.activation not in ("tanh", "relu", "gelu"):
+            raise ValueError(
+                f"PPOConfig.activation must be 'tanh', 'relu' or 'gelu', got {self.activation!r}."
+            )
+        if not self.hidden_sizes or any(
+            isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden_sizes
+        ):
+            raise ValueError(
+                f"PPOConfig.hidden_sizes must be positive integers, got {self.hidden_sizes!r}."
+            )
+
+    def replace(self, **changes: Any) -> PPOConfig:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+def check_budget(steps: int, batch_size: int, name: str) -> int:
+    """The number of updates ``steps`` makes; raise if it is not an exact whole number.
+
+    Raises:
+        ValueError: naming the nearest budgets that the rollout shape can hit exactly.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"{name} must be a positive integer, got {steps!r}.")
+    if steps % batch_size:
+        below = steps // batch_size * batch_size
+        above = below + batch_size
+        nearest = [s for s in (below, above) if s > 0]
+        raise ValueError(
+            f"{name}={steps} is not a whole number of rollouts of num_envs * num_steps = "
+            f"{batch_size} environment steps, so the budget could not be exact; use "
+            f"{' or '.join(map(str, nearest))} (any multiple of {batch_size})."
+        )
+    return steps // batch_size
+
+
+PRESETS: dict[str, PPOConfig] = {
+    "CartPole-v1": PPOConfig(),
+    "Acrobot-v1": PPOConfig(total_steps=262_144),
+    "Pendulum-v1": PPOConfig(
+        num_envs=16,
+        num_steps=128,
+        total_steps=655_360,
+        num_epochs=10,
+        num_minibatches=32,
+        learning_rate=1e-3,
+        gamma=0.95,
+        ent_coef=0.0,
+        clip_eps=0.2,
+        max_grad_norm=0.5,
+        normalize_obs=True,
+    ),
+}
+"""Per-environment defaults where CartPole's would not solve the task."""

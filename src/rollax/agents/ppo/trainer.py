@@ -1,0 +1,457 @@
+"""PPO as pieces that compile once: ``make_trainer(config, env) -> Trainer(init, run, evaluate)``.
+
+``state = trainer.init(key)`` builds the whole training state; ``state, metrics =
+trainer.run(state, num_steps)`` trains for exactly ``num_steps`` environment steps per seed,
+any number of times, without compiling again (the number of updates is data). All seeds'
+environments are stepped as one flat batch (``num_seeds * num_envs``), so the reset strategy
+works on one batch; the networks, optimizers and statistics are ``vmap``ped over seeds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rollax._struct import pytree_dataclass
+from rollax.agents.ppo.config import PPOConfig, check_budget
+from rollax.envs import EnvParams, EnvState, VecEnv
+from rollax.networks import ActorCritic, action_distribution
+from rollax.ops import RunningStats, gae, normalize, running_stats, update_running_stats
+from rollax.types import PRNGKey
+
+__all__ = ["PPOHyperParams", "PPOState", "Trainer", "make_trainer"]
+
+
+@pytree_dataclass
+class PPOHyperParams:
+    """Hyperparameters as data (one value per seed): changing them does not recompile.
+
+    Attributes:
+        learning_rate: Adam's learning rate before annealing.
+        anneal_updates: Updates over which the learning rate decays to zero (0: no decay).
+        gamma: Discount.
+        gae_lambda: GAE's lambda.
+        clip_eps: Ratio (and value) clipping range.
+        ent_coef: Entropy bonus weight.
+        vf_coef: Value loss weight.
+        max_grad_norm: Global gradient norm bound.
+    """
+
+    learning_rate: jax.Array
+    anneal_updates: jax.Array
+    gamma: jax.Array
+    gae_lambda: jax.Array
+    clip_eps: jax.Array
+    ent_coef: jax.Array
+    vf_coef: jax.Array
+    max_grad_norm: jax.Array
+
+
+@pytree_dataclass
+class PPOState:
+    """Everything a PPO run needs to continue.
+
+    Save it, restore it, and training goes on as if it had never stopped. Per-seed leaves
+    have a leading ``(num_seeds,)`` axis.
+
+    Attributes:
+        params: Actor-critic parameters, per seed.
+        opt_state: Adam's state, per seed.
+        obs_stats: Running observation statistics, per seed.
+        hparams: :class:`PPOHyperParams`, per seed.
+        env_state: The environments of all seeds as one batch of ``num_seeds * num_envs``.
+        obs: Their current observations, ``(num_seeds * num_envs, *obs_shape)``.
+        key: One key per seed for sampling actions and minibatches.
+        env_params: The environment's params (a curriculum may change them between runs).
+        env_steps: int32 ``()``, environment steps taken per seed.
+        updates: int32 ``()``, updates done.
+    """
+
+    params: Any
+    opt_state: Any
+    obs_stats: RunningStats
+    hparams: PPOHyperParams
+    env_state: EnvState
+    obs: jax.Array
+    key: PRNGKey
+    env_params: EnvParams
+    env_steps: jax.Array
+    updates: jax.Array
+
+
+class Trainer(NamedTuple):
+    """PPO's pure pieces.
+
+    Attributes:
+        init: ``key -> PPOState``.
+        run: ``(state, num_steps) -> (state, metrics)``: exactly ``num_steps`` environment steps
+            per seed (a multiple of ``num_envs * num_steps``).
+        evaluate: ``(state, key, num_episodes, deterministic) -> returns``: float32
+            ``(num_seeds, num_episodes)`` returns of whole episodes with the current policy.
+        config: The configuration.
+        env: The environment batch (``num_seeds * num_envs`` environments).
+    """
+
+    init: Any
+    run: Any
+    evaluate: Any
+    config: PPOConfig
+    env: VecEnv
+
+
+def _avoid_cpu_async_dispatch_deadlock() -> None:
+    """Turn off JAX's asynchronous dispatch on CPU.
+
+    With it on, a training program (loops of scans, conditionals and while loops) can wait
+    forever for a result that never becomes ready (jax-ml/jax#25861; reproduced here with
+    jax 0.10.2 after a few trainers in one process). Dispatching synchronously costs nothing
+    measurable for programs this large. Accelerator backends are unaffected.
+    """
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
+
+class _Rollout(NamedTuple):
+    obs: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    final_obs: jax.Array
+    episode_return: jax.Array
+
+
+def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> Trainer:
+    """Build PPO for an environment.
+
+    Args:
+        config: The configuration; checked here, before anything compiles.
+        env: A registered id (built with ``num_envs = num_seeds * num_envs``) or a ``VecEnv``
+            with exactly that many environments.
+        **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
+
+    Raises:
+        ValueError: an inconsistent configuration or a ``VecEnv`` of the wrong size.
+    """
+    from rollax.envs import make
+
+    config.validate()
+    _avoid_cpu_async_dispatch_deadlock()
+    total = config.num_seeds * config.num_envs
+    if isinstance(env, str):
+        env = make(env, num_envs=total, **make_options)
+    if env.num_envs != total:
+        raise ValueError(
+            f"make_trainer: the environment batch must hold num_seeds * num_envs = {total} "
+            f"environments, got num_envs={env.num_envs}."
+        )
+    if env.autoreset_mode != "same_step":
+        raise ValueError(
+            f"make_trainer: PPO needs same-step autoreset (every step a real transition), got "
+            f"autoreset_mode={env.autoreset_mode!r}."
+        )
+    network = ActorCritic.for_space(env.action_space, config.hidden_sizes, config.activation)
+    obs_shape = env.observation_space.shape
+    seeds, n, t = config.num_seeds, config.num_envs, config.num_steps
+    total_updates = config.total_steps // config.batch_size
+
+    def per_seed(x: jax.Array) -> jax.Array:
+        """(seeds * envs, ...) -> (seeds, envs, ...)."""
+        return x.reshape(seeds, n, *x.shape[1:])
+
+    def flat(x: jax.Array) -> jax.Array:
+        return x.reshape(seeds * n, *x.shape[2:])
+
+    def observe(stats: RunningStats, obs: jax.Array) -> jax.Array:
+        return normalize(stats, obs) if config.normalize_obs else obs
+
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=1e-5)
+
+    # ------------------------------------------------------------------ init
+
+    def init(key: PRNGKey, env_params: EnvParams | None = None) -> PPOState:
+        env_params = env.default_params if env_params is None else env_params
+        k_env, k_seeds = jax.random.split(key)
+        env_state, ts = env.reset(k_env, env_params)
+        seed_keys = jax.random.split(k_seeds, seeds)
+
+        def one_seed(key: PRNGKey) -> tuple:
+            k_params, key = jax.random.split(key)
+            params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
+            return params, optimizer.init(params), key
+
+        params, opt_state, keys = jax.vmap(one_seed)(seed_keys)
+
+        def scalar(value: float, dtype: Any = jnp.float32) -> jax.Array:
+            return jnp.full((seeds,), value, dtype)
+
+        hparams = PPOHyperParams(
+            learning_rate=scalar(config.learning_rate),
+            anneal_updates=scalar(total_updates if config.anneal_lr else 0),
+            gamma=scalar(config.gamma),
+            gae_lambda=scalar(config.gae_lambda),
+            clip_eps=scalar(config.clip_eps),
+            ent_coef=scalar(config.ent_coef),
+            vf_coef=scalar(config.vf_coef),
+            max_grad_norm=scalar(config.max_grad_norm),
+        )
+        stats = jax.vmap(lambda _: running_stats(obs_shape))(jnp.arange(seeds))
+        return PPOState(
+            params=params,
+            opt_state=opt_state,
+            obs_stats=stats,
+            hparams=hparams,
+            env_state=env_state,
+            obs=ts.obs,
+            key=keys,
+            env_params=jax.tree.map(jnp.asarray, env_params),
+            env_steps=jnp.zeros((), jnp.int32),
+            updates=jnp.zeros((), jnp.int32),
+        )
+
+    # ------------------------------------------------------------------ rollout
+
+    def policy(params: Any, stats: RunningStats, obs: jax.Array, key: PRNGKey) -> tuple:
+        out, log_std, value = network.apply(params, observe(stats, obs))
+        dist = action_distribution(out, log_std, network.discrete)
+        action, log_prob = dist.sample_and_log_prob(seed=key)
+        return action, log_prob, value
+
+    def rollout(state: PPOState) -> tuple[PPOState, _Rollout]:
+        def step(carry: tuple, _: None) -> tuple:
+            env_state, obs, keys = carry
+            keys, action_keys = jax.vmap(jax.random.split, out_axes=1)(keys)
+            action, log_prob, value = jax.vmap(policy)(
+                state.params, state.obs_stats, per_seed(obs), action_keys
+            )
+            env_action = flat(action).astype(env.action_space.dtype)
+            env_state, ts = env.step(env_state, env_action, state.env_params)
+            record = _Rollout(
+                obs=obs,
+                action=flat(action),
+                log_prob=flat(log_prob),
+                value=flat(value),
+                reward=ts.reward,
+                terminated=ts.terminated,
+                truncated=ts.truncated,
+                final_obs=ts.final_obs,
+                episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
+            )
+            return (env_state, ts.obs, keys), record
+
+        (env_state, obs, keys), records = jax.lax.scan(
+            step, (state.env_state, state.obs, state.key), None, t
+        )
+        return state.replace(env_state=env_state, obs=obs, key=keys), records
+
+    # ------------------------------------------------------------------ update
+
+    def loss_fn(params: Any, hp: PPOHyperParams, stats: RunningStats, batch: tuple) -> tuple:
+        obs, action, old_log_prob, old_value, advantage, target = batch
+        out, log_std, value = network.apply(params, observe(stats, obs))
+        dist = action_distribution(out, log_std, network.discrete)
+        log_prob = dist.log_prob(action)
+        entropy = dist.entropy().mean()
+        if config.normalize_advantages:
+            advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+        ratio = jnp.exp(log_prob - old_log_prob)
+        clipped = jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps)
+        policy_loss = -jnp.minimum(ratio * advantage, clipped * advantage).mean()
+        value_loss = (value - target) ** 2
+        if config.clip_value:
+            v_clipped = old_value + jnp.clip(value - old_value, -hp.clip_eps, hp.clip_eps)
+            value_loss = jnp.maximum(value_loss, (v_clipped - target) ** 2)
+        value_loss = 0.5 * value_loss.mean()
+        total = policy_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
+        approx_kl = ((ratio - 1.0) - (log_prob - old_log_prob)).mean()
+        return total, (policy_loss, value_loss, entropy, approx_kl)
+
+    def update_seed(
+        params: Any,
+        opt_state: Any,
+        stats: RunningStats,
+        hp: PPOHyperParams,
+        key: PRNGKey,
+        data: tuple,
+        updates: jax.Array,
+    ) -> tuple:
+        """One seed's PPO update on its rollout (leaves ``(T, N, ...)``)."""
+        obs, action, log_prob, value, reward, terminated, truncated, final_obs = data
+        next_value = network.apply(params, observe(stats, final_obs))[2]
+        advantage, target = gae(
+            reward, value, next_value, terminated, truncated, hp.gamma, hp.gae_lambda
+        )
+        batch = (obs, action, log_prob, value, advantage, target)
+        batch = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), batch)
+        frac = jnp.where(
+            hp.anneal_updates > 0,
+            jnp.clip(1.0 - updates.astype(jnp.float32) / hp.anneal_updates, 0.0, 1.0),
+            1.0,
+        )
+        opt_state = opt_state._replace(
+            hyperparams={**opt_state.hyperparams, "learning_rate": hp.learning_rate * frac}
+        )
+
+        def epoch(carry: tuple, key: PRNGKey) -> tuple:
+            params, opt_state = carry
+            order = jax.random.permutation(key, config.batch_size)
+            minibatches = jax.tree.map(
+                lambda x: x[order].reshape(config.num_minibatches, -1, *x.shape[1:]), batch
+            )
+
+            def minibatch(carry: tuple, mb: tuple) -> tuple:
+                params, opt_state = carry
+                grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, stats, mb)
+                norm = optax.tree.norm(grads)
+                scale = jnp.minimum(1.0, hp.max_grad_norm / (norm + 1e-6))
+                grads = jax.tree.map(lambda g: g * scale, grads)
+                # optax mixes int32 step counts with float32 (not strict-promotion clean).
+                with jax.numpy_dtype_promotion("standard"):
+                    updates_, opt_state = optimizer.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates_), opt_state), aux
+
+            return jax.lax.scan(minibatch, (params, opt_state), minibatches)
+
+        (params, opt_state), aux = jax.lax.scan(
+            epoch, (params, opt_state), jax.random.split(key, config.num_epochs)
+        )
+        return params, opt_state, jax.tree.map(jnp.mean, aux)
+
+    def one_update(state: PPOState) -> tuple[PPOState, dict[str, jax.Array]]:
+        state, records = rollout(state)
+        # (T, seeds * envs, ...) -> (seeds, T, envs, ...)
+        data = tuple(jnp.moveaxis(x.reshape(t, seeds, n, *x.shape[2:]), 1, 0) for x in records[:8])
+        keys, update_keys = jax.vmap(jax.random.split, out_axes=1)(state.key)
+        params, opt_state, (pl, vl, ent, kl) = jax.vmap(
+            update_seed, in_axes=(0, 0, 0, 0, 0, 0, None)
+        )(
+            state.params,
+            state.opt_state,
+            state.obs_stats,
+            state.hparams,
+            update_keys,
+            data,
+            state.updates,
+        )
+        stats = state.obs_stats
+        if config.normalize_obs:
+            stats = jax.vmap(update_running_stats)(stats, data[0])
+        returns = jnp.moveaxis(records.episode_return.reshape(t, seeds, n), 1, 0)
+        finished = ~jnp.isnan(returns)
+        metrics = {
+            "episodes": finished.sum((1, 2)),
+            "return_sum": jnp.where(finished, returns, 0.0).sum((1, 2)),
+            "policy_loss": pl,
+            "value_loss": vl,
+            "entropy": ent,
+            "approx_kl": kl,
+        }
+        state = state.replace(
+            params=params,
+            opt_state=opt_state,
+            obs_stats=stats,
+            key=keys,
+            env_steps=state.env_steps + config.batch_size,
+            updates=state.updates + 1,
+        )
+        return state, metrics
+
+    @jax.jit
+    def run_updates(state: PPOState, num_updates: jax.Array) -> tuple[PPOState, dict]:
+        zeros = {
+            "episodes": jnp.zeros(seeds, jnp.int32),
+            "return_sum": jnp.zeros(seeds, jnp.float32),
+            "policy_loss": jnp.zeros(seeds, jnp.float32),
+            "value_loss": jnp.zeros(seeds, jnp.float32),
+            "entropy": jnp.zeros(seeds, jnp.float32),
+            "approx_kl": jnp.zeros(seeds, jnp.float32),
+        }
+
+        def body(_: jax.Array, carry: tuple) -> tuple:
+            state, totals = carry
+            state, metrics = one_update(state)
+            return state, jax.tree.map(jnp.add, totals, metrics)
+
+        state, totals = jax.lax.fori_loop(0, num_updates, body, (state, zeros))
+        count = jnp.maximum(num_updates, 1).astype(jnp.float32)
+        metrics = {
+            "episodes": totals["episodes"],
+            "episode_return": totals["return_sum"]
+            / jnp.maximum(totals["episodes"], 1).astype(jnp.float32),
+            **{k: totals[k] / count for k in ("policy_loss", "value_loss", "entropy", "approx_kl")},
+            "env_steps": state.env_steps,
+        }
+        return state, metrics
+
+    def run(state: PPOState, num_steps: int) -> tuple[PPOState, dict[str, jax.Array]]:
+        """Train for exactly ``num_steps`` environment steps per seed.
+
+        Returns:
+            ``(state, metrics)``: per seed ``(num_seeds,)``: ``episodes`` finished and their
+            mean ``episode_return`` (NaN-free: 0 when none finished), mean ``policy_loss``,
+            ``value_loss``, ``entropy``, ``approx_kl`` over the updates; ``env_steps`` so far.
+        """
+        updates = check_budget(num_steps, config.batch_size, "num_steps")
+        # Params edited between runs (a curriculum) may hold numpy scalars; as device arrays
+        # they match the compiled signature, so nothing compiles again.
+        state = state.replace(env_params=jax.tree.map(jnp.asarray, state.env_params))
+        return run_updates(state, jnp.asarray(updates, jnp.int32))
+
+    # ------------------------------------------------------------------ evaluation
+
+    evaluators: dict[tuple[int, bool], Any] = {}
+
+    def build_evaluator(episodes: int, deterministic: bool) -> Any:
+        eval_env = VecEnv(env.env, seeds * episodes, "disabled", "on_done", env.env_id)
+        horizon = int(env.default_params.max_episode_steps)
+
+        def act(params: Any, stats: RunningStats, obs: jax.Array, key: PRNGKey) -> jax.Array:
+            out, log_std, _ = network.apply(params, observe(stats, obs))
+            dist = action_distribution(out, log_std, network.discrete)
+            return dist.mode() if deterministic else dist.sample(seed=key)
+
+        @jax.jit
+        def run_episodes(state: PPOState, key: PRNGKey) -> jax.Array:
+            k_reset, k_act = jax.random.split(key)
+            env_state, ts = eval_env.reset(k_reset, state.env_params)
+
+            def step(carry: tuple, key: PRNGKey) -> tuple:
+                env_state, obs, done, total = carry
+                obs = obs.reshape(seeds, episodes, *obs.shape[1:])
+                keys = jax.random.split(key, seeds)
+                action = jax.vmap(act)(state.params, state.obs_stats, obs, keys)
+                action = action.reshape(seeds * episodes, *action.shape[2:])
+                env_state, ts = eval_env.step(
+                    env_state, action.astype(eval_env.action_space.dtype), state.env_params
+                )
+                total = total + jnp.where(done, 0.0, ts.reward)
+                return (env_state, ts.obs, done | ts.done, total), None
+
+            zeros = jnp.zeros(seeds * episodes, jnp.float32)
+            carry = (env_state, ts.obs, zeros.astype(jnp.bool_), zeros)
+            (_, _, _, total), _ = jax.lax.scan(step, carry, jax.random.split(k_act, horizon))
+            return total.reshape(seeds, episodes)
+
+        return run_episodes
+
+    def evaluate(
+        state: PPOState, key: PRNGKey, num_episodes: int = 64, deterministic: bool = True
+    ) -> jax.Array:
+        """Returns of ``num_episodes`` whole episodes per seed: float32 ``(seeds, episodes)``.
+
+        Episodes run in a separate batch (the training environments are untouched), up to
+        the environment's default episode limit, with the policy's mode (``deterministic``)
+        or samples from it.
+        """
+        if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
+            raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}.")
+        cache_key = (num_episodes, bool(deterministic))
+        if cache_key not in evaluators:
+            evaluators[cache_key] = build_evaluator(*cache_key)
+        return evaluators[cache_key](state, key)
+
+    return Trainer(init=jax.jit(init), run=run, evaluate=evaluate, config=config, env=env)

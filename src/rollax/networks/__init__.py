@@ -1,0 +1,6 @@
+"""Neural networks: MLP torsos and actor-critic heads (Flax linen)."""
+
+from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution
+from rollax.networks._distributions import Categorical, DiagGaussian
+
+__all__ = ["MLP", "ActorCritic", "Categorical", "DiagGaussian", "action_distribution"]

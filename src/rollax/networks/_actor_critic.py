@@ -1,0 +1,98 @@
+"""An MLP actor-critic for vector observations, discrete or continuous actions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax.networks._distributions import Categorical, DiagGaussian
+from rollax.spaces import Box, Discrete, Space
+
+__all__ = ["MLP", "ActorCritic", "action_distribution"]
+
+_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu}
+
+
+class MLP(nn.Module):
+    """Dense layers with an activation between them and orthogonal initialization.
+
+    Attributes:
+        hidden_sizes: Width of each hidden layer.
+        activation: ``"tanh"``, ``"relu"`` or ``"gelu"``.
+    """
+
+    hidden_sizes: Sequence[int]
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """``(..., in) -> (..., hidden_sizes[-1])``."""
+        for size in self.hidden_sizes:
+            x = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x)
+            x = _ACTIVATIONS[self.activation](x)
+        return x
+
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic MLPs.
+
+    The actor outputs logits for a discrete space, or a mean (and a state-independent,
+    learned log standard deviation) for a box; the critic outputs one value.
+
+    Attributes:
+        action_dim: Number of actions (discrete) or action dimensions (box).
+        discrete: Whether the action space is discrete.
+        hidden_sizes: Width of each hidden layer, for both networks.
+        activation: See :class:`MLP`.
+    """
+
+    action_dim: int
+    discrete: bool
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``obs (..., D) -> (logits_or_mean (..., A), log_std (A,), value (...))``.
+
+        ``log_std`` is zeros (unused) for a discrete space.
+        """
+        actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(obs)
+        out = nn.Dense(
+            self.action_dim, kernel_init=nn.initializers.orthogonal(0.01), name="actor_head"
+        )(actor)
+        if self.discrete:
+            log_std = jnp.zeros((self.action_dim,), jnp.float32)
+        else:
+            log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
+        critic = MLP(self.hidden_sizes, self.activation, name="critic_torso")(obs)
+        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="critic_head")(critic)
+        return out, log_std, value[..., 0]
+
+    @staticmethod
+    def for_space(space: Space, hidden_sizes: Sequence[int], activation: str) -> ActorCritic:
+        """The actor-critic for an action space.
+
+        Raises:
+            TypeError: for an action space that is neither Discrete nor Box.
+        """
+        if isinstance(space, Discrete):
+            return ActorCritic(space.n, True, tuple(hidden_sizes), activation)
+        if isinstance(space, Box) and len(space.shape) == 1:
+            return ActorCritic(space.shape[0], False, tuple(hidden_sizes), activation)
+        raise TypeError(
+            f"ActorCritic supports Discrete and one-dimensional Box action spaces, got {space}."
+        )
+
+
+def action_distribution(
+    out: jax.Array, log_std: jax.Array, discrete: bool
+) -> Categorical | DiagGaussian:
+    """The policy's distribution: categorical over logits, or a diagonal Gaussian."""
+    if discrete:
+        return Categorical(out)
+    return DiagGaussian(out, jnp.broadcast_to(log_std, out.shape))

@@ -1,0 +1,97 @@
+"""PPO: learning CartPole, compiling once, exact budgets, resuming in pieces, config errors."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import rollax
+from rollax.agents.ppo import PPOConfig, make_trainer
+
+SMALL = PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_epochs=2, num_minibatches=2)
+
+
+@pytest.mark.slow
+def test_ppo_solves_cartpole():
+    config = PPOConfig(num_seeds=2)
+    trainer = make_trainer(config, "CartPole-v1")
+    state = trainer.init(jax.random.key(0))
+    state, metrics = trainer.run(state, config.total_steps)
+    returns = np.asarray(trainer.evaluate(state, jax.random.key(1), num_episodes=64))
+    assert returns.shape == (2, 64)
+    assert returns.mean(axis=1).min() >= 475, returns.mean(axis=1)
+    assert int(metrics["env_steps"]) == config.total_steps
+
+
+def test_run_compiles_once_across_calls_sizes_and_env_params():
+    trainer = make_trainer(SMALL, "CartPole-v1")
+    state = trainer.init(jax.random.key(0))
+    state, _ = trainer.run(state, 64)
+    state, _ = trainer.run(state, 192)  # a different number of updates is data
+    # A curriculum step: new environment params, same program.
+    state = state.replace(env_params=state.env_params.replace(gravity=12.0, max_episode_steps=50))
+    state, metrics = trainer.run(state, 64)
+    assert int(metrics["env_steps"]) == 64 + 192 + 64
+    assert _jit_cache_size(trainer) == 1
+
+
+def _jit_cache_size(trainer):
+    """Compilations of the trainer's jitted run program."""
+    for cell in trainer.run.__closure__:
+        fn = cell.cell_contents
+        if hasattr(fn, "_cache_size"):
+            return fn._cache_size()
+    raise AssertionError("no jitted program in run's closure")
+
+
+def test_training_in_pieces_equals_training_at_once():
+    trainer = make_trainer(SMALL, "CartPole-v1")
+    start = trainer.init(jax.random.key(3))
+    whole, m_whole = trainer.run(start, 256)
+    half, _ = trainer.run(start, 128)
+    half, m_half = trainer.run(half, 128)
+    for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(half.params), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(whole.obs, half.obs)
+    assert int(m_whole["env_steps"]) == int(m_half["env_steps"]) == 256
+
+
+def test_seeds_train_independently():
+    config = SMALL.replace(num_seeds=3)
+    trainer = make_trainer(config, "CartPole-v1")
+    state = trainer.init(jax.random.key(0))
+    state, metrics = trainer.run(state, 128)
+    assert metrics["episode_return"].shape == (3,)
+    kernels = np.asarray(state.params["params"]["actor_head"]["kernel"])
+    assert kernels.shape[0] == 3 and not np.allclose(kernels[0], kernels[1])
+
+
+def test_pendulum_runs_with_continuous_actions():
+    config = SMALL.replace(normalize_obs=True)
+    trainer = make_trainer(config, "Pendulum-v1")
+    state = trainer.init(jax.random.key(0))
+    state, metrics = trainer.run(state, 128)
+    assert np.isfinite(np.asarray(metrics["value_loss"])).all()
+    assert float(state.obs_stats.count[0]) > 100  # the normalizer saw the rollouts
+
+
+def test_budget_and_config_errors_come_before_compiling():
+    trainer = make_trainer(SMALL, "CartPole-v1")
+    state = trainer.init(jax.random.key(0))
+    with pytest.raises(ValueError, match=r"num_steps=100 is not a whole number .* use 64 or 128"):
+        trainer.run(state, 100)
+    with pytest.raises(ValueError, match=r"total_steps=1000 .* use 960 or 1024"):
+        make_trainer(SMALL.replace(total_steps=1000), "CartPole-v1")
+    with pytest.raises(ValueError, match=r"num_minibatches=5 must divide .* 64"):
+        make_trainer(SMALL.replace(num_minibatches=5), "CartPole-v1")
+    with pytest.raises(ValueError, match=r"learning_rate must be positive, got -0.1"):
+        make_trainer(SMALL.replace(learning_rate=-0.1), "CartPole-v1")
+    with pytest.raises(ValueError, match=r"num_envs must be a positive integer, got 0"):
+        make_trainer(SMALL.replace(num_envs=0), "CartPole-v1")
+    with pytest.raises(ValueError, match=r"gamma must lie in \[0, 1\], got 1.5"):
+        make_trainer(SMALL.replace(gamma=1.5), "CartPole-v1")
+    with pytest.raises(ValueError, match="Unknown environment id 'CartPol-v1'"):
+        make_trainer(SMALL, "CartPol-v1")
+    with pytest.raises(ValueError, match="needs same-step autoreset"):
+        make_trainer(SMALL, rollax.make("CartPole-v1", num_envs=4, autoreset_mode="next_step"))
