@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +26,24 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
 def random_actions(num_steps: int, num_envs: int, num_actions: int = 2) -> jax.Array:
     """The table of discrete actions every JAX variant replays: int32 ``(steps, envs)``."""
     return jax.random.randint(jax.random.key(1), (num_steps, num_envs), 0, num_actions, jnp.int32)
+
+
+def rollax_rollout(env: Any, actions: jax.Array) -> Callable[[], tuple]:
+    """A jitted rollout of a rollax ``VecEnv`` replaying ``actions`` (leading time axis) in a
+    ``lax.scan`` from a fixed reset. Returns a zero-argument function giving
+    ``(final_state, episodes_finished)``, like :func:`gymnax_cartpole`."""
+    state, _ = env.reset(jax.random.key(0))
+
+    @jax.jit
+    def rollout(state, actions):
+        def body(state, action):
+            state, ts = env.step(state, action)
+            return state, ts.done.sum()
+
+        state, done = jax.lax.scan(body, state, actions)
+        return state, done.sum()
+
+    return lambda: rollout(state, actions)
 
 
 def gymnax_cartpole(num_envs: int, num_steps: int) -> Callable[[], tuple]:

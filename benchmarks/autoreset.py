@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 import rollax
-from _common import gymnax_cartpole, median_seconds
+from _common import gymnax_cartpole, median_seconds, rollax_rollout
 from rollax.envs import RESET_STRATEGIES
 
 FRESH = [s for s in RESET_STRATEGIES if s != "cached"]
@@ -46,20 +46,9 @@ def _actions(env: rollax.VecEnv, num_steps: int) -> jax.Array:
 def time_rollax(env_id: str, n: int, steps: int, repeats: int, **make_kwargs) -> dict:
     """Seconds per rollout of ``steps`` steps, and the number of episodes that finished."""
     env = rollax.make(env_id, num_envs=n, **make_kwargs)
-    actions = _actions(env, steps)
-    state, _ = env.reset(jax.random.key(0))
-
-    @jax.jit
-    def rollout(state, actions):
-        def body(state, action):
-            state, ts = env.step(state, action)
-            return state, ts.done.sum()
-
-        state, done = jax.lax.scan(body, state, actions)
-        return state, done.sum()
-
-    seconds = median_seconds(lambda: rollout(state, actions), repeats)
-    episodes = int(rollout(state, actions)[1])
+    run = rollax_rollout(env, _actions(env, steps))
+    seconds = median_seconds(run, repeats)
+    episodes = int(run()[1])
     return {"seconds": seconds, "episodes": episodes, "steps_per_s": steps * n / seconds}
 
 

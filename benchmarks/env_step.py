@@ -24,24 +24,13 @@ import jax
 import numpy as np
 
 import rollax
-from _common import gymnax_cartpole, median_seconds, random_actions
+from _common import gymnax_cartpole, median_seconds, random_actions, rollax_rollout
 
 
 def bench_rollax(num_envs: int, num_steps: int, repeats: int, autoreset_mode: str) -> float:
     env = rollax.make("CartPole-v1", num_envs=num_envs, autoreset_mode=autoreset_mode)
-    actions = random_actions(num_steps, num_envs)
-    state, _ = env.reset(jax.random.key(0))
-
-    @jax.jit
-    def rollout(state, actions):
-        def body(state, action):
-            state, ts = env.step(state, action)
-            return state, ts.reward.sum()
-
-        state, rewards = jax.lax.scan(body, state, actions)
-        return state, rewards.sum()
-
-    return num_steps * num_envs / median_seconds(lambda: rollout(state, actions), repeats)
+    run = rollax_rollout(env, random_actions(num_steps, num_envs))
+    return num_steps * num_envs / median_seconds(run, repeats)
 
 
 def bench_gymnax(num_envs: int, num_steps: int, repeats: int) -> float:
