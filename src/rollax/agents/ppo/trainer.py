@@ -276,16 +276,21 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         stats: RunningStats,
         hp: PPOHyperParams,
         key: PRNGKey,
-        data: tuple,
+        data: _Rollout,
         updates: jax.Array,
     ) -> tuple:
         """One seed's PPO update on its rollout (leaves ``(T, N, ...)``)."""
-        obs, action, log_prob, value, reward, terminated, truncated, final_obs = data
-        next_value = network.apply(params, observe(stats, final_obs))[2]
+        next_value = network.apply(params, observe(stats, data.final_obs))[2]
         advantage, target = gae(
-            reward, value, next_value, terminated, truncated, hp.gamma, hp.gae_lambda
+            data.reward,
+            data.value,
+            next_value,
+            data.terminated,
+            data.truncated,
+            hp.gamma,
+            hp.gae_lambda,
         )
-        batch = (obs, action, log_prob, value, advantage, target)
+        batch = (data.obs, data.action, data.log_prob, data.value, advantage, target)
         batch = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), batch)
         frac = jnp.where(
             hp.anneal_updates > 0,
@@ -324,7 +329,9 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
     def one_update(state: PPOState) -> tuple[PPOState, dict[str, jax.Array]]:
         state, records = rollout(state)
         # (T, seeds * envs, ...) -> (seeds, T, envs, ...)
-        data = tuple(jnp.moveaxis(x.reshape(t, seeds, n, *x.shape[2:]), 1, 0) for x in records[:8])
+        data = jax.tree.map(
+            lambda x: jnp.moveaxis(x.reshape(t, seeds, n, *x.shape[2:]), 1, 0), records
+        )
         keys, update_keys = jax.vmap(jax.random.split, out_axes=1)(state.key)
         params, opt_state, (pl, vl, ent, kl) = jax.vmap(
             update_seed, in_axes=(0, 0, 0, 0, 0, 0, None)
@@ -339,8 +346,8 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         )
         stats = state.obs_stats
         if config.normalize_obs:
-            stats = jax.vmap(update_running_stats)(stats, data[0])
-        returns = jnp.moveaxis(records.episode_return.reshape(t, seeds, n), 1, 0)
+            stats = jax.vmap(update_running_stats)(stats, data.obs)
+        returns = data.episode_return
         finished = ~jnp.isnan(returns)
         metrics = {
             "episodes": finished.sum((1, 2)),
