@@ -2,5 +2,6 @@
 
 from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution
 from rollax.networks._distributions import Categorical, DiagGaussian
+from rollax.networks._init import orthogonal
 
-__all__ = ["MLP", "ActorCritic", "Categorical", "DiagGaussian", "action_distribution"]
+__all__ = ["MLP", "ActorCritic", "Categorical", "DiagGaussian", "action_distribution", "orthogonal"]

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax.networks._distributions import Categorical, DiagGaussian
+from rollax.networks._init import orthogonal
 from rollax.spaces import Box, Discrete, Space
 
 __all__ = ["MLP", "ActorCritic", "action_distribution"]
@@ -32,7 +33,7 @@ class MLP(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         """``(..., in) -> (..., hidden_sizes[-1])``."""
         for size in self.hidden_sizes:
-            x = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x)
+            x = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x)
             x = _ACTIVATIONS[self.activation](x)
         return x
 
@@ -62,15 +63,13 @@ class ActorCritic(nn.Module):
         ``log_std`` is zeros (unused) for a discrete space.
         """
         actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(obs)
-        out = nn.Dense(
-            self.action_dim, kernel_init=nn.initializers.orthogonal(0.01), name="actor_head"
-        )(actor)
+        out = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="actor_head")(actor)
         if self.discrete:
             log_std = jnp.zeros((self.action_dim,), jnp.float32)
         else:
             log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         critic = MLP(self.hidden_sizes, self.activation, name="critic_torso")(obs)
-        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="critic_head")(critic)
+        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="critic_head")(critic)
         return out, log_std, value[..., 0]
 
     @staticmethod

@@ -91,6 +91,8 @@ class Trainer(NamedTuple):
             per seed (a multiple of ``num_envs * num_steps``).
         evaluate: ``(state, key, num_episodes, deterministic) -> returns``: float32
             ``(num_seeds, num_episodes)`` returns of whole episodes with the current policy.
+        act: ``(state, obs, key, deterministic) -> actions`` of every seed's policy for
+            observations ``(num_seeds, B, *obs_shape)``.
         config: The configuration.
         env: The environment batch (``num_seeds * num_envs`` environments).
     """
@@ -98,19 +100,9 @@ class Trainer(NamedTuple):
     init: Any
     run: Any
     evaluate: Any
+    act: Any
     config: PPOConfig
     env: VecEnv
-
-
-def _avoid_cpu_async_dispatch_deadlock() -> None:
-    """Turn off JAX's asynchronous dispatch on CPU.
-
-    With it on, a training program (loops of scans, conditionals and while loops) can wait
-    forever for a result that never becomes ready (jax-ml/jax#25861; reproduced here with
-    jax 0.10.2 after a few trainers in one process). Dispatching synchronously costs nothing
-    measurable for programs this large. Accelerator backends are unaffected.
-    """
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
 
 
 class _Rollout(NamedTuple):
@@ -140,7 +132,6 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
     from rollax.envs import make
 
     config.validate()
-    _avoid_cpu_async_dispatch_deadlock()
     total = config.num_seeds * config.num_envs
     if isinstance(env, str):
         env = make(env, num_envs=total, **make_options)
@@ -410,16 +401,25 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
 
     # ------------------------------------------------------------------ evaluation
 
+    def act(state: PPOState, obs: jax.Array, key: PRNGKey, deterministic: bool = True) -> jax.Array:
+        """Actions of every seed's policy, its mode when ``deterministic``, else a sample.
+
+        ``obs (num_seeds, B, *obs_shape) -> actions (num_seeds, B, *action_shape)``.
+        """
+
+        def one_seed(params: Any, stats: RunningStats, obs: jax.Array, key: PRNGKey) -> Any:
+            out, log_std, _ = network.apply(params, observe(stats, obs))
+            dist = action_distribution(out, log_std, network.discrete)
+            return dist.mode() if deterministic else dist.sample(seed=key)
+
+        keys = jax.random.split(key, seeds)
+        return jax.vmap(one_seed)(state.params, state.obs_stats, obs, keys)
+
     evaluators: dict[tuple[int, bool], Any] = {}
 
     def build_evaluator(episodes: int, deterministic: bool) -> Any:
         eval_env = VecEnv(env.env, seeds * episodes, "disabled", "on_done", env.env_id)
         horizon = int(env.default_params.max_episode_steps)
-
-        def act(params: Any, stats: RunningStats, obs: jax.Array, key: PRNGKey) -> jax.Array:
-            out, log_std, _ = network.apply(params, observe(stats, obs))
-            dist = action_distribution(out, log_std, network.discrete)
-            return dist.mode() if deterministic else dist.sample(seed=key)
 
         @jax.jit
         def run_episodes(state: PPOState, key: PRNGKey) -> jax.Array:
@@ -429,8 +429,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             def step(carry: tuple, key: PRNGKey) -> tuple:
                 env_state, obs, done, total = carry
                 obs = obs.reshape(seeds, episodes, *obs.shape[1:])
-                keys = jax.random.split(key, seeds)
-                action = jax.vmap(act)(state.params, state.obs_stats, obs, keys)
+                action = act(state, obs, key, deterministic)
                 action = action.reshape(seeds * episodes, *action.shape[2:])
                 env_state, ts = eval_env.step(
                     env_state, action.astype(eval_env.action_space.dtype), state.env_params
@@ -461,4 +460,4 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             evaluators[cache_key] = build_evaluator(*cache_key)
         return evaluators[cache_key](state, key)
 
-    return Trainer(init=jax.jit(init), run=run, evaluate=evaluate, config=config, env=env)
+    return Trainer(init=jax.jit(init), run=run, evaluate=evaluate, act=act, config=config, env=env)

@@ -1,0 +1,51 @@
+"""Networks: the LAPACK-free orthogonal initializer and the actor-critic's outputs."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+from rollax.agents.ppo import PPOConfig, make_trainer
+from rollax.networks import ActorCritic, orthogonal
+
+
+@pytest.mark.parametrize("shape", [(4, 64), (64, 64), (64, 2), (64, 1), (3, 3, 8, 16)])
+@pytest.mark.parametrize("scale", [1.0, 0.01])
+def test_orthogonal_init_matches_jax_qr_based_initializer(shape, scale):
+    key = jax.random.key(7)
+    ours = orthogonal(scale)(key, shape)
+    reference = jax.nn.initializers.orthogonal(scale)(key, shape)
+    assert ours.shape == shape and ours.dtype == jnp.float32
+    np.testing.assert_allclose(ours, reference, atol=2e-6 * scale)
+    flat = np.asarray(ours).reshape(-1, shape[-1]) / scale
+    gram = flat.T @ flat if flat.shape[0] >= flat.shape[1] else flat @ flat.T
+    np.testing.assert_allclose(gram, np.eye(gram.shape[0]), atol=1e-5)
+
+
+def test_ppo_init_has_no_lapack_call():
+    # A batched QR runs on XLA:CPU's intra-op pool and can wait on it forever (a hang seen with
+    # several seeds on 2 cores); PPO's initialization must not contain one.
+    trainer = make_trainer(
+        PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_seeds=3), "CartPole-v1"
+    )
+    program = jax.jit(trainer.init).lower(jax.random.key(0)).as_text()
+    assert "custom_call" not in program
+
+
+def test_orthogonal_rejects_vectors():
+    with pytest.raises(ValueError, match="at least 2 dimensions, got"):
+        orthogonal()(jax.random.key(0), (5,))
+
+
+def test_actor_critic_shapes_for_discrete_and_box_spaces():
+    for env_id, action_shape in (("CartPole-v1", (2,)), ("Pendulum-v1", (1,))):
+        env = rollax.make(env_id)
+        net = ActorCritic.for_space(env.action_space, (8,), "tanh")
+        obs = jnp.zeros((5, *env.observation_space.shape), jnp.float32)
+        params = net.init(jax.random.key(0), obs[0])
+        out, log_std, value = net.apply(params, obs)
+        assert out.shape == (5, *action_shape) and value.shape == (5,)
+        assert log_std.shape == action_shape
