@@ -264,6 +264,29 @@ class VecEnv:
         state, obs = self._reset_masked(Starts(self.env, params, axes), state, mask, obs)
         return self._unbatch(state), self._unbatch_timestep(_start_timestep(obs, mask.shape[0]))
 
+    @property
+    def can_render(self) -> bool:
+        """Whether the environment draws pictures of its states (has a ``render`` method)."""
+        return callable(getattr(self.env, "render", None))
+
+    def render(self, state: EnvState, params: EnvParams | None = None) -> jax.Array:
+        """Pictures of the current states: uint8 ``(*batch_shape, H, W, 3)``.
+
+        Pure JAX, so it runs inside ``jit`` and ``vmap`` (e.g. over the states of an episode).
+
+        Raises:
+            TypeError: the environment has no ``render`` method.
+        """
+        if not self.can_render:
+            raise TypeError(
+                f"{self.env.name} cannot render: it defines no render(state, params) method. "
+                f"The classic-control environments and Maze-v0 do."
+            )
+        params, axes = self._check_params(params)
+        core = self._batch(state).core
+        frames = jax.vmap(self.env.render, in_axes=(0, axes))(core, params)
+        return frames if self.num_envs is not None else frames[0]
+
     # ------------------------------------------------------------------ batch internals
 
     def _transition(

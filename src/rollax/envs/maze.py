@@ -225,3 +225,35 @@ class Maze(Environment[MazeState, MazeParams]):
         """The maze grid without the view border: uint8 ``(grid_side, grid_side)``."""
         border = self.view_size // 2
         return state.walls[border : border + self.grid_side, border : border + self.grid_side]
+
+    def render(self, state: MazeState, params: MazeParams, cell_pixels: int = 8) -> jax.Array:
+        """The whole maze from above: uint8 ``(G * cell_pixels, G * cell_pixels, 3)``.
+
+        Walls dark, free squares light, the agent's window tinted, the goal green and the agent
+        red.
+        """
+        border = self.view_size // 2
+        side = self.grid_side
+        rows, cols = jnp.meshgrid(
+            jnp.arange(side) + border, jnp.arange(side) + border, indexing="ij"
+        )
+        walls = self.layout(state).astype(bool)
+        in_view = (jnp.abs(rows - state.agent[0]) <= border) & (
+            jnp.abs(cols - state.agent[1]) <= border
+        )
+        agent = (rows == state.agent[0]) & (cols == state.agent[1])
+        goal = (rows == state.goal[0]) & (cols == state.goal[1])
+        color = _paint(
+            [agent, goal, walls, in_view],
+            [(220, 40, 40), (40, 180, 60), (40, 40, 50), (250, 235, 190)],
+            (235, 235, 235),
+        )
+        return jnp.repeat(jnp.repeat(color, cell_pixels, axis=0), cell_pixels, axis=1)
+
+
+def _paint(masks: list[jax.Array], colors: list[tuple], default: tuple) -> jax.Array:
+    """uint8 ``(H, W, 3)``: each pixel the colour of the first mask that holds there."""
+    out = jnp.broadcast_to(jnp.asarray(default, jnp.uint8), (*masks[0].shape, 3))
+    for mask, color in zip(reversed(masks), reversed(colors), strict=True):
+        out = jnp.where(mask[..., None], jnp.asarray(color, jnp.uint8), out)
+    return out

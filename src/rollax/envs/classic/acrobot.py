@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax import render as rr
 from rollax._struct import pytree_dataclass
 from rollax.envs._base import Environment, EnvParams
 from rollax.spaces import Box, Discrete
@@ -150,3 +151,17 @@ class Acrobot(Environment[AcrobotState, AcrobotParams]):
                 state.dtheta2,
             ]
         )
+
+    def render(self, state: AcrobotState, params: AcrobotParams) -> jax.Array:
+        """Both links and the height to swing above: uint8 ``(160, 160, 3)``."""
+        view = rr.View(-2.2, 2.2, -2.2, 2.2, 160, 160)
+        origin = (jnp.float32(0.0), jnp.float32(0.0))
+        elbow = (jnp.sin(state.theta1), -jnp.cos(state.theta1))
+        angle = state.theta1 + state.theta2
+        hand = (elbow[0] + jnp.sin(angle), elbow[1] - jnp.cos(angle))
+        frame = rr.canvas(view)
+        frame = rr.draw(frame, rr.box(view, (0.0, 1.0), (2.2, 0.01)), (0.0, 0.0, 0.0))
+        frame = rr.draw(frame, rr.segment(view, origin, elbow, 0.1), (0.0, 0.8, 0.8))
+        frame = rr.draw(frame, rr.segment(view, elbow, hand, 0.1), (0.0, 0.8, 0.8))
+        frame = rr.draw(frame, rr.disk(view, origin, 0.08), (0.8, 0.8, 0.0))
+        return rr.to_uint8(rr.draw(frame, rr.disk(view, elbow, 0.08), (0.8, 0.8, 0.0)))

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax import render as rr
 from rollax._struct import pytree_dataclass
 from rollax.envs._base import Environment, EnvParams
 from rollax.spaces import Box, Discrete
@@ -107,3 +108,17 @@ class CartPole(Environment[CartPoleState, CartPoleParams]):
 
     def observe(self, state: CartPoleState, params: CartPoleParams) -> jax.Array:
         return jnp.stack([state.x, state.x_dot, state.theta, state.theta_dot])
+
+    def render(self, state: CartPoleState, params: CartPoleParams) -> jax.Array:
+        """A side view: uint8 ``(120, 288, 3)``, the track spanning ``[-2.4, 2.4]``."""
+        view = rr.View(-2.4, 2.4, -0.5, 1.5, 120, 288)
+        pole_base = (state.x, jnp.float32(0.1))
+        tip = (
+            state.x + 2 * params.length * jnp.sin(state.theta),
+            0.1 + 2 * params.length * jnp.cos(state.theta),
+        )
+        frame = rr.canvas(view)
+        frame = rr.draw(frame, rr.box(view, (0.0, -0.13), (2.4, 0.008)), (0.0, 0.0, 0.0))
+        frame = rr.draw(frame, rr.box(view, (state.x, 0.0), (0.2, 0.12)), (0.1, 0.1, 0.1))
+        frame = rr.draw(frame, rr.segment(view, pole_base, tip, 0.04), (0.8, 0.6, 0.4))
+        return rr.to_uint8(rr.draw(frame, rr.disk(view, pole_base, 0.04), (0.5, 0.5, 0.8)))

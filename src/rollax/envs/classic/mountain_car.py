@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax import render as rr
 from rollax._struct import pytree_dataclass
 from rollax.envs._base import Environment, EnvParams
 from rollax.spaces import Box, Discrete
@@ -120,6 +121,27 @@ def _observation_space(p: Any) -> Box:
     )
 
 
+def _render(state: MountainCarState, params: Any) -> jax.Array:
+    """The hill ``0.45 sin(3x) + 0.55``, the car and the goal flag: uint8 ``(125, 180, 3)``."""
+    view = rr.View(-1.2, 0.6, 0.0, 1.25, 125, 180)
+    x, y = view.grid()
+    hill = 0.45 * jnp.sin(3 * x) + 0.55
+    frame = rr.canvas(view)
+    frame = rr.draw(frame, y < hill, (0.85, 0.85, 0.75))
+    frame = rr.draw(frame, jnp.abs(y - hill) < 0.012, (0.0, 0.0, 0.0))
+    goal_y = 0.45 * jnp.sin(3 * params.goal_position) + 0.55
+    pole = rr.segment(
+        view, (params.goal_position, goal_y), (params.goal_position, goal_y + 0.15), 0.01
+    )
+    frame = rr.draw(frame, pole, (0.0, 0.0, 0.0))
+    flag = rr.box(view, (params.goal_position + 0.04, goal_y + 0.13), (0.04, 0.02))
+    frame = rr.draw(frame, flag, (0.8, 0.8, 0.0))
+    car_y = 0.45 * jnp.sin(3 * state.position) + 0.55 + 0.04
+    return rr.to_uint8(
+        rr.draw(frame, rr.disk(view, (state.position, car_y), 0.045), (0.2, 0.2, 0.8))
+    )
+
+
 class MountainCar(Environment[MountainCarState, MountainCarParams]):
     """Drive an underpowered car up a hill.
 
@@ -153,6 +175,10 @@ class MountainCar(Environment[MountainCarState, MountainCarParams]):
 
     def observe(self, state: MountainCarState, params: MountainCarParams) -> jax.Array:
         return _observe(state)
+
+    def render(self, state: MountainCarState, params: MountainCarParams) -> jax.Array:
+        """See :func:`_render`."""
+        return _render(state, params)
 
 
 class MountainCarContinuous(Environment[MountainCarState, MountainCarContinuousParams]):
@@ -190,3 +216,7 @@ class MountainCarContinuous(Environment[MountainCarState, MountainCarContinuousP
 
     def observe(self, state: MountainCarState, params: MountainCarContinuousParams) -> jax.Array:
         return _observe(state)
+
+    def render(self, state: MountainCarState, params: MountainCarContinuousParams) -> jax.Array:
+        """See :func:`_render`."""
+        return _render(state, params)

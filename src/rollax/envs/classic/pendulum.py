@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax import render as rr
 from rollax._struct import pytree_dataclass
 from rollax.envs._base import Environment, EnvParams
 from rollax.spaces import Box
@@ -96,3 +97,12 @@ class Pendulum(Environment[PendulumState, PendulumParams]):
 
     def observe(self, state: PendulumState, params: PendulumParams) -> jax.Array:
         return jnp.stack([jnp.cos(state.theta), jnp.sin(state.theta), state.theta_dot])
+
+    def render(self, state: PendulumState, params: PendulumParams) -> jax.Array:
+        """The rod seen from the front, upright at ``theta = 0``: uint8 ``(128, 128, 3)``."""
+        view = rr.View(-1.2, 1.2, -1.2, 1.2, 128, 128)
+        origin = (jnp.float32(0.0), jnp.float32(0.0))
+        tip = (-jnp.sin(state.theta), jnp.cos(state.theta))
+        frame = rr.canvas(view)
+        frame = rr.draw(frame, rr.segment(view, origin, tip, 0.1), (0.8, 0.3, 0.3))
+        return rr.to_uint8(rr.draw(frame, rr.disk(view, origin, 0.05), (0.0, 0.0, 0.0)))

@@ -1,0 +1,110 @@
+"""Checkpoints: bit-identical resume, exact keys, and clear errors for bad checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from rollax.agents.ppo import PPOConfig, make_trainer
+from rollax.checkpoints import Checkpointer, CheckpointError
+
+SMALL = PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_epochs=2, num_minibatches=2)
+
+
+def _assert_trees_equal(a, b):
+    def raw(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return np.asarray(jax.random.key_data(x))
+        return np.asarray(x)
+
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb, strict=True):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(raw(x), raw(y))
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    return make_trainer(SMALL.replace(num_seeds=2), "Maze-v0")
+
+
+def test_restore_and_continue_is_bit_identical_to_an_uninterrupted_run(trainer, tmp_path):
+    # The maze's pool of fresh resets, the env keys and the optimizer state all travel.
+    start = trainer.init(jax.random.key(5))
+    whole, m_whole = trainer.run(start, 256)
+
+    half, _ = trainer.run(start, 128)
+    ckpt = Checkpointer(tmp_path / "ckpt")
+    ckpt.save(128, half, {"algo": "ppo", "config": {"num_envs": 4}})
+    del half
+    target = jax.eval_shape(trainer.init, jax.random.key(0))
+    restored, config = ckpt.restore(target)
+    assert config == {"algo": "ppo", "config": {"num_envs": 4}}
+    resumed, m_resumed = trainer.run(restored, 128)
+
+    _assert_trees_equal(whole, resumed)
+    assert int(m_resumed["env_steps"]) == int(m_whole["env_steps"]) == 256
+
+
+def test_keys_come_back_exactly(trainer, tmp_path):
+    state = trainer.init(jax.random.key(1))
+    ckpt = Checkpointer(tmp_path)
+    ckpt.save(0, state, {})
+    restored, _ = ckpt.restore(jax.eval_shape(trainer.init, jax.random.key(0)))
+    _assert_trees_equal(state, restored)
+    assert jax.dtypes.issubdtype(restored.key.dtype, jax.dtypes.prng_key)
+
+
+def test_only_the_newest_checkpoints_are_kept(tmp_path):
+    ckpt = Checkpointer(tmp_path, max_to_keep=2)
+    for step in (10, 20, 30):
+        ckpt.save(step, {"x": np.float32(step)}, {"step": step})
+    assert ckpt.steps() == [20, 30]
+    assert ckpt.latest_step() == 30
+    assert ckpt.read_config() == {"step": 30}
+
+
+def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(CheckpointError, match="No complete checkpoint in"):
+        Checkpointer(tmp_path / "nothing").restore({"x": np.float32(0)})
+    ckpt = Checkpointer(tmp_path)
+    ckpt.save(1, {"x": np.float32(1)}, {})
+    with pytest.raises(CheckpointError, match=r"No checkpoint for step 7 .* available: \[1\]"):
+        ckpt.restore({"x": np.float32(0)}, step=7)
+
+
+def test_a_truncated_checkpoint_is_a_clear_error_and_earlier_ones_still_restore(tmp_path):
+    ckpt = Checkpointer(tmp_path)
+    ckpt.save(1, {"x": np.arange(100, dtype=np.float32)}, {})
+    ckpt.save(2, {"x": np.arange(100, dtype=np.float32) + 1}, {})
+    files = (tmp_path / "2" / "state").rglob("*")
+    data = [p for p in files if p.is_file() and p.parent.name == "d"]
+    assert data, "expected Orbax array data files"
+    for path in data:
+        Path(path).write_bytes(path.read_bytes()[:10])
+    target = {"x": jax.ShapeDtypeStruct((100,), np.float32)}
+    with pytest.raises(CheckpointError, match=r"heckpoint 2 .* damaged"):
+        ckpt.restore(target)
+    restored, _ = ckpt.restore(target, step=1)
+    np.testing.assert_array_equal(restored["x"], np.arange(100, dtype=np.float32))
+
+
+def test_an_incompatible_checkpoint_names_what_differs(tmp_path):
+    ckpt = Checkpointer(tmp_path)
+    small = make_trainer(SMALL, "CartPole-v1")
+    ckpt.save(0, small.init(jax.random.key(0)), {})
+    bigger = make_trainer(SMALL.replace(num_envs=8), "CartPole-v1")
+    with pytest.raises(CheckpointError, match=r"does not fit: .* stored as .*\[4.*expects"):
+        ckpt.restore(jax.eval_shape(bigger.init, jax.random.key(0)))
+    with pytest.raises(CheckpointError, match="holds a different state: missing"):
+        ckpt.restore({"other": jax.ShapeDtypeStruct((3,), np.float32)})
+
+
+def test_config_must_be_json(tmp_path):
+    with pytest.raises(TypeError, match="config must be JSON-serializable"):
+        Checkpointer(tmp_path).save(0, {"x": np.float32(0)}, {"bad": object()})
+    assert Checkpointer(tmp_path).steps() == []

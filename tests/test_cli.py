@@ -1,0 +1,164 @@
+"""The command line, run as a user runs it: in a subprocess, writing a real run directory."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import imageio.v3 as iio
+import jax
+import numpy as np
+import pytest
+
+from rollax.runs import load_run
+
+TINY = [
+    "--num-envs", "4", "--num-steps", "16", "--num-epochs", "2", "--num-minibatches", "2",
+    "--hidden-sizes", "16", "16", "--no-progress",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cli_env(tmp_path_factory):
+    """Environment of the subprocesses: a private compilation cache shared between them."""
+    env = dict(os.environ)
+    env["ROLLAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
+    env["JAX_PLATFORMS"] = "cpu"
+    return env
+
+
+def rollax(*args: str, env: dict, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, "-m", "rollax", *args], env=env, capture_output=True, text=True
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def metrics(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env):
+    run_dir = tmp_path / "run"
+    args = ["--run-dir", str(run_dir), "--total-steps", "2048", "--log-every", "256"]
+    rollax("train", "ppo", "--env", "CartPole-v1", *TINY, *args,
+           "--checkpoint-every", "1024", "--eval-episodes", "4", env=cli_env)  # fmt: skip
+
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["env"] == "CartPole-v1" and config["ppo"]["hidden_sizes"] == [16, 16]
+    rows = metrics(run_dir)
+    assert [int(r["env_steps"]) for r in rows] == list(range(256, 2049, 256))
+    assert float(rows[-1]["steps_per_second"]) > 0
+    assert list((run_dir / "tb").glob("events.out.tfevents.*"))
+    assert iio.imread(run_dir / "curve.png").ndim == 3
+    assert sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir()) == [1024, 2048]
+    result = json.loads((run_dir / "eval.json").read_text())
+    assert result["env_steps"] == 2048 and len(result["stochastic"]["per_seed_mean"]) == 1
+
+    rollax("resume", str(run_dir), "--total-steps", "3072", env=cli_env)
+    rows = metrics(run_dir)
+    assert [int(r["env_steps"]) for r in rows] == list(range(256, 3073, 256))
+    assert json.loads((run_dir / "config.json").read_text())["ppo"]["total_steps"] == 3072
+
+    video = tmp_path / "episode.gif"
+    out = rollax("eval", str(run_dir), "--episodes", "3", "--video", str(video), env=cli_env)
+    printed = json.loads(out.stdout)
+    assert printed["episodes_per_seed"] == 3 and printed["env_steps"] == 3072
+    frames = iio.imread(video, index=None)
+    assert frames.ndim == 4 and frames.shape[0] > 1 and frames.shape[-1] in (3, 4)
+
+
+def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(tmp_path, cli_env):
+    total = ["--total-steps", "262144", "--log-every", "512", "--eval-episodes", "0"]
+    whole_dir, cut_dir = tmp_path / "whole", tmp_path / "cut"
+    rollax("train", "ppo", *TINY, *total, "--run-dir", str(whole_dir), env=cli_env)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rollax", "train", "ppo", *TINY, *total, "--run-dir",
+         str(cut_dir)],
+        env=cli_env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (cut_dir / "metrics.csv").is_file() and len(metrics(cut_dir)) >= 3:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "training ended before it could be interrupted"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert "SIGTERM received: saved a checkpoint at step" in stderr
+    stopped_at = int(metrics(cut_dir)[-1]["env_steps"])
+    assert 0 < stopped_at < 262144
+    assert [int(p.name) for p in (cut_dir / "checkpoints").iterdir()] == [stopped_at]
+
+    rollax("resume", str(cut_dir), env=cli_env)
+    whole, cut = load_run(whole_dir).state, load_run(cut_dir).state
+    assert int(cut.env_steps) == int(whole.env_steps) == 262144
+    for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(cut.params), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [r["episode_return"] for r in metrics(cut_dir)] == [
+        r["episode_return"] for r in metrics(whole_dir)
+    ]
+
+
+def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rollax", "train", "ppo", *TINY, "--total-steps", "1048576",
+         "--log-every", "512", "--run-dir", str(run_dir)],
+        env=cli_env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while proc.poll() is None and not (
+        (run_dir / "metrics.csv").is_file() and len(metrics(run_dir)) >= 1
+    ):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGINT, stderr
+    assert "Traceback" not in stderr
+    assert load_run(run_dir).env_steps == int(metrics(run_dir)[-1]["env_steps"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "ppo", "--env", "CartPol-v1"], "Unknown environment id 'CartPol-v1'"),
+        (["train", "ppo", "--total-steps", "1000"], "use 512 or 1024"),
+        (["train", "ppo", "--num-minibatches", "7"], "num_minibatches=7 must divide"),
+        (["resume", "/nonexistent/run"], "holds no run"),
+        (["eval", "/nonexistent/run"], "holds no run"),
+    ],
+)
+def test_bad_input_is_a_message_and_status_2(args, message, cli_env):
+    proc = rollax(*args, env=cli_env, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(tmp_path, cli_env):
+    run_dir = tmp_path / "run"
+    rollax("train", "ppo", *TINY, "--total-steps", "512", "--eval-episodes", "0",
+           "--run-dir", str(run_dir), env=cli_env)  # fmt: skip
+    before = (run_dir / "metrics.csv").read_bytes()
+    proc = rollax("train", "ppo", *TINY, "--total-steps", "512", "--run-dir", str(run_dir),
+                  env=cli_env, check=False)  # fmt: skip
+    assert proc.returncode == 2 and "already holds a run" in proc.stderr
+    assert (run_dir / "metrics.csv").read_bytes() == before
+    proc = rollax("eval", str(run_dir), "--video", str(tmp_path / "x.avi"), env=cli_env,
+                  check=False)  # fmt: skip
+    assert proc.returncode == 2 and "must end in .gif or .mp4" in proc.stderr
+    mp4 = tmp_path / "episode.mp4"
+    rollax("eval", str(run_dir), "--episodes", "1", "--video", str(mp4), env=cli_env)
+    # Checked by its header: decoding it here would start ffmpeg from a process running JAX.
+    data = mp4.read_bytes()
+    assert data[4:8] == b"ftyp" and len(data) > 1000
