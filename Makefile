@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 INSTALL_STAMP := $(VENV)/.rollax-installed
 
-.PHONY: install test test-fast lint format bench constraints clean
+.PHONY: install demo test test-fast lint format bench constraints clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,14 @@ $(INSTALL_STAMP): $(PY) pyproject.toml constraints.txt
 	touch $@
 
 install: $(INSTALL_STAMP)
+
+## make demo: train PPO on CartPole-v1 into runs/demo-<time>/ (metrics, curve, checkpoints)
+## and record the trained policy as policy.gif there.
+DEMO_DIR := runs/demo-$(shell date +%Y%m%d-%H%M%S)
+demo: $(INSTALL_STAMP)
+	$(VENV)/bin/rollax train ppo --env CartPole-v1 --run-dir $(DEMO_DIR)
+	$(VENV)/bin/rollax eval $(DEMO_DIR) --episodes 16 --video $(DEMO_DIR)/policy.gif
+	@echo "Run directory: $(DEMO_DIR) (metrics.csv, curve.png, tb/, checkpoints/, policy.gif)"
 
 ## make test: the whole suite, slow tests included, after a lint check.
 test: $(INSTALL_STAMP)

@@ -341,10 +341,11 @@ def _train_loop(run: _Run) -> None:
                 metrics = jax.device_get(metrics)
                 seconds = time.perf_counter() - start
                 episodes = np.asarray(metrics["episodes"])
+                interval: float | None = None  # mean return of episodes ended in this chunk
                 if episodes.sum() > 0:
                     returns = np.asarray(metrics["episode_return"])
-                    recent = float(returns[episodes > 0].mean())
-                row = _row(run, metrics, seconds, chunk, recent)
+                    interval = recent = float(returns[episodes > 0].mean())
+                row = _row(run, metrics, seconds, chunk, interval)
                 rows.writerow([row[k] for k in METRIC_FIELDS])
                 f.flush()
                 for name in METRIC_FIELDS[3:]:
@@ -381,7 +382,8 @@ def _train_loop(run: _Run) -> None:
     print(f"Run directory: {run.directory}", file=sys.stderr)
 
 
-def _row(run: _Run, metrics: dict, seconds: float, chunk: int, recent: float | None) -> dict:
+def _row(run: _Run, metrics: dict, seconds: float, chunk: int, returns: float | None) -> dict:
+    """A metrics.csv row; ``episode_return`` is empty when no episode ended in the chunk."""
     seeds = run.algo_config.num_seeds
     episodes = int(np.asarray(metrics["episodes"]).sum())
     row: dict[str, Any] = {
@@ -389,7 +391,7 @@ def _row(run: _Run, metrics: dict, seconds: float, chunk: int, recent: float | N
         "updates": int(run.state.updates),
         "wall_time": f"{time.time():.3f}",
         "steps_per_second": chunk * seeds / max(seconds, 1e-9),
-        "episode_return": "" if recent is None else f"{recent:.4f}",
+        "episode_return": "" if returns is None else f"{returns:.4f}",
         "episodes": episodes,
     }
     for name in ("policy_loss", "value_loss", "entropy", "approx_kl"):
