@@ -1,0 +1,89 @@
+"""Rendering in JAX: every builtin environment draws its state, batched and under jit."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+from rollax.envs.classic.cartpole import CartPoleState
+from rollax.envs.classic.pendulum import PendulumState
+from rollax.spaces import Box, Discrete
+
+
+@pytest.mark.parametrize("env_id", rollax.registered_envs())
+def test_every_builtin_env_renders_a_batch_under_jit(env_id):
+    env = rollax.make(env_id, num_envs=3)
+    assert env.can_render
+    state, _ = env.reset(jax.random.key(0))
+    frames = np.asarray(jax.jit(env.render)(state))
+    assert frames.dtype == np.uint8 and frames.ndim == 4 and frames.shape[0] == 3
+    assert frames.shape[-1] == 3 and frames.min() < frames.max()
+    single = rollax.make(env_id)
+    one_state, _ = single.reset(jax.random.key(0))
+    assert single.render(one_state).shape == frames.shape[1:]
+
+
+def _dark_columns(frame: np.ndarray) -> np.ndarray:
+    """Columns with dark pixels in the rows of the cart's body (y in [-0.1, 0.05])."""
+    return np.nonzero((frame[88:96].max(axis=-1) < 60).any(axis=0))[0]
+
+
+def test_cartpole_picture_follows_the_cart_and_the_pole():
+    env = rollax.make("CartPole-v1").env
+    params = env.default_params
+
+    def picture(x, theta):
+        state = CartPoleState(jnp.float32(x), jnp.float32(0), jnp.float32(theta), jnp.float32(0))
+        return np.asarray(env.render(state, params))
+
+    left, right = picture(-1.0, 0.0), picture(1.0, 0.0)
+    # The cart body (dark) moves by 2 world units = 2 * 288 / 4.8 = 120 pixels.
+    shift = np.median(_dark_columns(right)) - np.median(_dark_columns(left))
+    assert abs(shift - 120) <= 2
+
+    # A pole leaning right puts pole-coloured pixels right of the cart's centre column.
+    # Its tip is sin(0.2) * 1.0 world units = 12 pixels off the centre column (144).
+    def pole_columns(theta):
+        pole = np.all(np.abs(picture(0.0, theta).astype(int) - [204, 153, 102]) < 30, axis=-1)
+        return np.nonzero(pole.any(axis=0))[0]
+
+    assert 144 + 10 <= pole_columns(0.2).max() <= 144 + 16
+    assert 144 - 17 <= pole_columns(-0.2).min() <= 144 - 11
+
+
+def test_pendulum_upright_draws_above_the_pivot():
+    env = rollax.make("Pendulum-v1").env
+    params = env.default_params
+    up = np.asarray(env.render(PendulumState(jnp.float32(0), jnp.float32(0)), params))
+    down = np.asarray(env.render(PendulumState(jnp.float32(np.pi), jnp.float32(0)), params))
+    red = lambda f: (f[..., 0] > 150) & (f[..., 1] < 120)  # noqa: E731
+    assert red(up)[:50].sum() > 100 and red(up)[80:].sum() == 0
+    assert red(down)[80:].sum() > 100 and red(down)[:50].sum() == 0
+
+
+class _Blind(rollax.Environment):
+    """An environment without a picture."""
+
+    default_params = rollax.EnvParams()
+    observation_space = Box(0.0, 1.0, (1,))
+    action_space = Discrete(2)
+
+    def reset_env(self, key, params):
+        return jnp.zeros((), jnp.float32)
+
+    def step_env(self, state, action, params):
+        return state, jnp.float32(0), jnp.bool_(False)
+
+    def observe(self, state, params):
+        return state[None]
+
+
+def test_an_env_without_render_says_so():
+    env = rollax.VecEnv(_Blind(), 2)
+    state, _ = env.reset(jax.random.key(0))
+    assert not env.can_render
+    with pytest.raises(TypeError, match="_Blind cannot render: it defines no render"):
+        env.render(state)
