@@ -38,3 +38,20 @@ def test_benchmark_ends_with_json(script, keys):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     rows = [row for name, row in report["results"].items() if name.endswith("8")]
     assert rows and all(keys <= set(row) for row in rows)
+
+
+@pytest.mark.slow
+def test_ppo_benchmark_ends_with_json():
+    args = "--seeds 1 --batch-seeds 2 --total-steps 5000 --repeats 1 --throughput-steps 2500"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "ppo_cartpole.py"), *args.split()],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(report["throughput_steps_per_s"]) == {"rollax", "rejax"}
+    for name in ("rollax_1seed", "rejax_1seed", "rollax_1seed_warm_cache"):
+        assert report[name][0]["compile_s"] > 0
+    assert "ratios_rollax_over_rejax" in report["summary"]

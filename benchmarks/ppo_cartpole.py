@@ -1,0 +1,331 @@
+"""PPO on CartPole-v1: time to solve and training throughput, rollax against rejax.
+
+Both train with rejax's own CartPole settings (tanh, 64x64, num_envs 5, num_steps 100,
+5 epochs, 5 minibatches, lr 7.5e-4 constant, max_grad_norm 0.5, gamma 0.99, lambda 0.95,
+clip 0.2, ent_coef 0.01, budget 100k steps); rejax on gymnax's CartPole-v1.
+
+rejax 0.1.3 was written for gymnax's old 5-value ``step``; gymnax 1.0 returns 6 values
+(``terminated`` and ``truncated`` apart), so rejax's environment is wrapped to return
+``done = terminated or truncated`` (what rejax expected; its value bootstrap cannot tell the
+two apart, one of the things rollax fixes).
+
+Method, identical for both: the training program runs in chunks of ``--chunk`` environment
+steps; after each chunk the policy is evaluated (stochastic actions, ``--episodes`` episodes,
+outside the timed training). Time to solve = compile time (training chunk, initialization and
+evaluator, compiled ahead of time) + training time of the chunks up to the first evaluation
+with a mean return >= 475. With 8 seeds at once (one ``vmap``ped program for each library),
+solved means every seed's mean >= 475. "Warm cache" repeats rollax with JAX's persistent
+compilation cache already filled (in-process caches cleared). Throughput: environment steps
+per second of training chunks after compiling, median over ``--repeats``.
+
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+SETTINGS = dict(
+    num_envs=5,
+    num_steps=100,
+    num_epochs=5,
+    num_minibatches=5,
+    learning_rate=7.5e-4,
+    max_grad_norm=0.5,
+    gamma=0.99,
+    gae_lambda=0.95,
+    clip_eps=0.2,
+    ent_coef=0.01,
+    vf_coef=0.5,
+)
+SOLVED = 475.0
+
+
+class _Timed:
+    """Seconds spent in a block."""
+
+    def __enter__(self) -> _Timed:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.seconds = time.perf_counter() - self.start
+
+
+# ---------------------------------------------------------------------------- rollax
+
+
+def rollax_solver(
+    seed: int, num_seeds: int, total: int, chunk: int, episodes: int
+) -> dict[str, Any]:
+    """Compile rollax's PPO and train in chunks until every seed is solved."""
+    from rollax.agents.ppo import PPOConfig, make_trainer
+
+    config = PPOConfig(
+        **SETTINGS,
+        total_steps=total,
+        anneal_lr=False,
+        num_seeds=num_seeds,
+        hidden_sizes=(64, 64),
+        activation="tanh",
+    )
+    with _Timed() as compile_time:
+        trainer = make_trainer(config, "CartPole-v1")
+        key = jax.random.key(seed)
+        state = trainer.init(key)  # compiles init
+        # Compile the training chunk and the evaluator ahead of the timed run by running a
+        # copy once (run's program is the same for any number of updates).
+        jax.block_until_ready(trainer.run(state, config.batch_size))
+        jax.block_until_ready(trainer.evaluate(state, key, episodes, False))
+    return _solve(
+        lambda s: trainer.run(s, chunk)[0],
+        lambda s, k: trainer.evaluate(s, k, episodes, False),
+        state,
+        compile_time.seconds,
+        total,
+        chunk,
+        seed,
+    )
+
+
+def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> dict[str, Any]:
+    """Train chunk by chunk (timed), evaluating after each (not timed), until all solve."""
+    train_seconds, steps, curve = 0.0, 0, []
+    key = jax.random.key(10_000 + seed)
+    solved_at = None
+    while steps < total:
+        with _Timed() as t:
+            state = jax.block_until_ready(run_chunk(state))
+        train_seconds += t.seconds
+        steps += chunk
+        key, k = jax.random.split(key)
+        returns = np.asarray(evaluate(state, k))  # (seeds, episodes)
+        means = returns.reshape(-1, returns.shape[-1]).mean(axis=-1)
+        curve.append(float(means.min()))
+        if (means >= SOLVED).all():
+            solved_at = steps
+            break
+    return {
+        "solved": solved_at is not None,
+        "steps_to_solve": solved_at,
+        "compile_s": compile_seconds,
+        "train_s_to_solve": train_seconds if solved_at else None,
+        "total_s_to_solve": compile_seconds + train_seconds if solved_at else None,
+        "worst_seed_return_per_chunk": curve,
+    }
+
+
+# ---------------------------------------------------------------------------- rejax
+
+
+class _FiveValueStep:
+    """gymnax 1.0's environment with the old 5-value step rejax 0.1.3 expects."""
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_env":  # copying builds one without _env
+            raise AttributeError(name)
+        return getattr(self._env, name)
+
+    def step(self, key, state, action, params=None):
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        return obs, state, reward, jnp.logical_or(terminated, truncated), info
+
+    def __hash__(self) -> int:
+        return hash((type(self), id(self._env)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FiveValueStep) and other._env is self._env
+
+
+def _rejax_ppo(total: int) -> tuple[Any, Any, Any]:
+    """rejax's PPO with the shared settings, training ``total`` steps per ``train`` call
+    without its built-in evaluation (evaluated outside, like rollax)."""
+    import gymnax
+    from rejax import PPO
+
+    env, env_params = gymnax.make("CartPole-v1")
+    env = _FiveValueStep(env)
+    algo = PPO.create(
+        env=env,
+        env_params=env_params,
+        agent_kwargs={"activation": "tanh", "hidden_layer_sizes": (64, 64)},
+        **SETTINGS,
+        total_timesteps=total,
+        eval_freq=total,
+        skip_initial_evaluation=True,
+    )
+    algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
+    return algo, env, env_params
+
+
+def rejax_solver(
+    seed: int, num_seeds: int, total: int, chunk: int, episodes: int
+) -> dict[str, Any]:
+    """Compile rejax's PPO and train in chunks (``vmap`` over seeds) until all are solved."""
+    from rejax.evaluate import evaluate
+
+    algo, env, env_params = _rejax_ppo(chunk)
+    horizon = int(env_params.max_steps_in_episode)
+
+    def chunk_fn(ts):
+        return algo.train(train_state=ts)[0]
+
+    def eval_fn(ts, key):
+        return evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
+
+    keys = jax.random.split(jax.random.key(seed), num_seeds)
+    with _Timed() as compile_time:
+        init = jax.jit(jax.vmap(algo.init_state)).lower(keys).compile()
+        ts = init(keys)
+        run = jax.jit(jax.vmap(chunk_fn)).lower(ts).compile()
+        ev = jax.jit(jax.vmap(eval_fn, in_axes=(0, None))).lower(ts, jax.random.key(0))
+        ev = ev.compile()
+    return _solve(run, ev, ts, compile_time.seconds, total, chunk, seed)
+
+
+# ---------------------------------------------------------------------------- throughput
+
+
+def throughput(repeats: int, steps: int) -> dict[str, float]:
+    """Training env steps/s, same hyperparameters, one seed, after compiling."""
+    from rollax.agents.ppo import PPOConfig, make_trainer
+
+    results = {}
+    config = PPOConfig(
+        **SETTINGS, total_steps=steps, anneal_lr=False, hidden_sizes=(64, 64), activation="tanh"
+    )
+    trainer = make_trainer(config, "CartPole-v1")
+    state = trainer.init(jax.random.key(0))
+    jax.block_until_ready(trainer.run(state, steps))
+    results["rollax"] = steps / _median(lambda: trainer.run(state, steps), repeats)
+
+    algo, _, _ = _rejax_ppo(steps)
+    ts = jax.jit(algo.init_state)(jax.random.key(0))
+    run = jax.jit(lambda ts: algo.train(train_state=ts)[0])
+    jax.block_until_ready(run(ts))
+    results["rejax"] = steps / _median(lambda: run(ts), repeats)
+    return results
+
+
+def _median(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        with _Timed() as t:
+            jax.block_until_ready(fn())
+        times.append(t.seconds)
+    return statistics.median(times)
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def _median_of(runs: list[dict], key: str) -> float | None:
+    values = [r[key] for r in runs if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3, help="independent single-seed runs")
+    parser.add_argument("--total-steps", type=int, default=100_000)
+    parser.add_argument("--chunk", type=int, default=5_000, help="steps between evaluations")
+    parser.add_argument("--episodes", type=int, default=64, help="evaluation episodes")
+    parser.add_argument("--batch-seeds", type=int, default=8, help="seeds trained at once")
+    parser.add_argument("--repeats", type=int, default=5, help="throughput repeats")
+    parser.add_argument("--throughput-steps", type=int, default=50_000)
+    args = parser.parse_args()
+
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; rejax's environment is "
+          "adapted to gymnax 1.0's 6-value step (done = terminated or truncated).")  # fmt: skip
+    report: dict[str, Any] = {"settings": SETTINGS, "args": vars(args)}
+
+    cache = tempfile.mkdtemp(prefix="rollax-bench-cache-")
+    for name, solver in (("rejax", rejax_solver), ("rollax", rollax_solver)):
+        runs = []
+        for seed in range(args.seeds):
+            jax.clear_caches()
+            if name == "rollax":
+                jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
+                jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            runs.append(solver(seed, 1, args.total_steps, args.chunk, args.episodes))
+            _print_run(name, f"seed {seed}", runs[-1])
+        report[f"{name}_1seed"] = runs
+    # Warm cache: the same programs again, compiled programs read from the persistent cache.
+    warm = []
+    for seed in range(args.seeds):
+        jax.clear_caches()
+        jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
+        warm.append(rollax_solver(seed, 1, args.total_steps, args.chunk, args.episodes))
+        _print_run("rollax", f"seed {seed}, warm cache", warm[-1])
+    report["rollax_1seed_warm_cache"] = warm
+    jax.config.update("jax_compilation_cache_dir", None)
+
+    for name, solver in (("rejax", rejax_solver), ("rollax", rollax_solver)):
+        jax.clear_caches()
+        run = solver(0, args.batch_seeds, args.total_steps, args.chunk, args.episodes)
+        _print_run(name, f"{args.batch_seeds} seeds at once", run)
+        report[f"{name}_{args.batch_seeds}seeds"] = run
+
+    tput = throughput(args.repeats, args.throughput_steps)
+    report["throughput_steps_per_s"] = tput
+    print(f"training throughput, one seed: rollax {tput['rollax']:,.0f} steps/s, rejax "
+          f"{tput['rejax']:,.0f} steps/s, ratio {tput['rollax'] / tput['rejax']:.2f}")  # fmt: skip
+
+    summary = {
+        "all_seeds_solved": {
+            "rollax": all(r["solved"] for r in report["rollax_1seed"]),
+            "rejax": all(r["solved"] for r in report["rejax_1seed"]),
+        },
+        "median_total_s_to_solve": {
+            "rollax": _median_of(report["rollax_1seed"], "total_s_to_solve"),
+            "rollax_warm_cache": _median_of(warm, "total_s_to_solve"),
+            "rejax": _median_of(report["rejax_1seed"], "total_s_to_solve"),
+        },
+        "batch_total_s_to_solve": {
+            "rollax": report[f"rollax_{args.batch_seeds}seeds"]["total_s_to_solve"],
+            "rejax": report[f"rejax_{args.batch_seeds}seeds"]["total_s_to_solve"],
+        },
+    }
+    ratios = {}
+    t = summary["median_total_s_to_solve"]
+    b = summary["batch_total_s_to_solve"]
+    if t["rejax"] and t["rollax"]:
+        ratios["time_to_solve"] = t["rollax"] / t["rejax"]
+    if t["rejax"] and t["rollax_warm_cache"]:
+        ratios["time_to_solve_warm_cache"] = t["rollax_warm_cache"] / t["rejax"]
+    if b["rejax"] and b["rollax"]:
+        ratios[f"time_to_solve_{args.batch_seeds}_seeds"] = b["rollax"] / b["rejax"]
+    ratios["throughput"] = tput["rollax"] / tput["rejax"]
+    summary["ratios_rollax_over_rejax"] = ratios
+    report["summary"] = summary
+    for k, v in ratios.items():
+        print(f"rollax/rejax {k}: {v:.2f}")
+    print(json.dumps(report))
+
+
+def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
+    if run["solved"]:
+        print(f"{name:6s} {label}: solved after {run['steps_to_solve']:,} steps; compile "
+              f"{run['compile_s']:.2f} s + training {run['train_s_to_solve']:.2f} s = "
+              f"{run['total_s_to_solve']:.2f} s", flush=True)  # fmt: skip
+    else:
+        print(f"{name:6s} {label}: not solved within the budget (compile "
+              f"{run['compile_s']:.2f} s)", flush=True)  # fmt: skip
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
