@@ -24,6 +24,18 @@ def test_ppo_solves_cartpole():
     assert int(metrics["env_steps"]) == config.total_steps
 
 
+@pytest.mark.slow
+def test_ppo_solves_pendulum_with_its_preset_on_a_small_budget():
+    from rollax.agents.ppo.config import PRESETS
+
+    config = PRESETS["Pendulum-v1"].replace(num_seeds=2, total_steps=196_608)
+    trainer = make_trainer(config, "Pendulum-v1")
+    state = trainer.init(jax.random.key(0))
+    state, _ = trainer.run(state, config.total_steps)
+    returns = np.asarray(trainer.evaluate(state, jax.random.key(1), num_episodes=64))
+    assert returns.mean(axis=1).min() >= -250, returns.mean(axis=1)
+
+
 def test_run_compiles_once_across_calls_sizes_and_env_params():
     trainer = make_trainer(SMALL, "CartPole-v1")
     state = trainer.init(jax.random.key(0))
