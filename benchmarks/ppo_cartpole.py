@@ -12,9 +12,11 @@ two apart, one of the things rollax fixes).
 Method, identical for both: the training program runs in chunks of ``--chunk`` environment
 steps; after each chunk the policy is evaluated (stochastic actions, ``--episodes`` episodes,
 outside the timed training). Time to solve = compile time (training chunk, initialization and
-evaluator, compiled ahead of time) + training time of the chunks up to the first evaluation
+evaluator, compiled before training starts: rejax ahead of time, rollax by a first call) +
+training time of the chunks up to the first evaluation
 with a mean return >= 475. With 8 seeds at once (one ``vmap``ped program for each library),
-solved means every seed's mean >= 475. "Warm cache" repeats rollax with JAX's persistent
+both train the whole budget and the figure is compile + training time (how many seeds solved
+is reported beside it). "Warm cache" repeats rollax with JAX's persistent
 compilation cache already filled (in-process caches cleared). Throughput: environment steps
 per second of training chunks after compiling, median over ``--repeats``.
 
@@ -99,10 +101,14 @@ def rollax_solver(
 
 
 def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> dict[str, Any]:
-    """Train chunk by chunk (timed), evaluating after each (not timed), until all solve."""
-    train_seconds, steps, curve = 0.0, 0, []
+    """Train chunk by chunk (timed), evaluating after each (not timed).
+
+    Stops at the first evaluation where every seed's mean return is >= 475 (``solved``);
+    a batch of seeds trains the whole budget and also reports the time for all of it.
+    """
+    train_seconds, steps, worst, solved_seeds = 0.0, 0, [], 0
     key = jax.random.key(10_000 + seed)
-    solved_at = None
+    solved_at = solved_train_s = None
     while steps < total:
         with _Timed() as t:
             state = jax.block_until_ready(run_chunk(state))
@@ -111,17 +117,23 @@ def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> d
         key, k = jax.random.split(key)
         returns = np.asarray(evaluate(state, k))  # (seeds, episodes)
         means = returns.reshape(-1, returns.shape[-1]).mean(axis=-1)
-        curve.append(float(means.min()))
-        if (means >= SOLVED).all():
-            solved_at = steps
-            break
+        worst.append(float(means.min()))
+        solved_seeds = int((means >= SOLVED).sum())
+        if solved_at is None and solved_seeds == means.size:
+            solved_at, solved_train_s = steps, train_seconds
+            if means.size == 1:
+                break
     return {
         "solved": solved_at is not None,
         "steps_to_solve": solved_at,
         "compile_s": compile_seconds,
-        "train_s_to_solve": train_seconds if solved_at else None,
-        "total_s_to_solve": compile_seconds + train_seconds if solved_at else None,
-        "worst_seed_return_per_chunk": curve,
+        "train_s_to_solve": solved_train_s,
+        "total_s_to_solve": None if solved_at is None else compile_seconds + solved_train_s,
+        "trained_steps": steps,
+        "train_s": train_seconds,
+        "total_s": compile_seconds + train_seconds,
+        "seeds_solved_at_end": solved_seeds,
+        "worst_seed_return_per_chunk": worst,
     }
 
 
@@ -276,7 +288,11 @@ def main() -> None:
     for name, solver in (("rejax", rejax_solver), ("rollax", rollax_solver)):
         jax.clear_caches()
         run = solver(0, args.batch_seeds, args.total_steps, args.chunk, args.episodes)
-        _print_run(name, f"{args.batch_seeds} seeds at once", run)
+        print(f"{name:6s} {args.batch_seeds} seeds at once: compile {run['compile_s']:.2f} s + "
+              f"training {run['trained_steps']:,} steps {run['train_s']:.2f} s = "
+              f"{run['total_s']:.2f} s; {run['seeds_solved_at_end']} seeds solved at the end"
+              + (f", all solved after {run['steps_to_solve']:,} steps" if run["solved"] else ""),
+              flush=True)  # fmt: skip
         report[f"{name}_{args.batch_seeds}seeds"] = run
 
     tput = throughput(args.repeats, args.throughput_steps)
@@ -294,20 +310,20 @@ def main() -> None:
             "rollax_warm_cache": _median_of(warm, "total_s_to_solve"),
             "rejax": _median_of(report["rejax_1seed"], "total_s_to_solve"),
         },
-        "batch_total_s_to_solve": {
-            "rollax": report[f"rollax_{args.batch_seeds}seeds"]["total_s_to_solve"],
-            "rejax": report[f"rejax_{args.batch_seeds}seeds"]["total_s_to_solve"],
+        "batch_total_s_whole_budget": {
+            "rollax": report[f"rollax_{args.batch_seeds}seeds"]["total_s"],
+            "rejax": report[f"rejax_{args.batch_seeds}seeds"]["total_s"],
         },
     }
     ratios = {}
     t = summary["median_total_s_to_solve"]
-    b = summary["batch_total_s_to_solve"]
+    b = summary["batch_total_s_whole_budget"]
     if t["rejax"] and t["rollax"]:
         ratios["time_to_solve"] = t["rollax"] / t["rejax"]
     if t["rejax"] and t["rollax_warm_cache"]:
         ratios["time_to_solve_warm_cache"] = t["rollax_warm_cache"] / t["rejax"]
     if b["rejax"] and b["rollax"]:
-        ratios[f"time_to_solve_{args.batch_seeds}_seeds"] = b["rollax"] / b["rejax"]
+        ratios[f"time_for_budget_{args.batch_seeds}_seeds"] = b["rollax"] / b["rejax"]
     ratios["throughput"] = tput["rollax"] / tput["rejax"]
     summary["ratios_rollax_over_rejax"] = ratios
     report["summary"] = summary

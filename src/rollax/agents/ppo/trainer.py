@@ -9,6 +9,7 @@ works on one batch; the networks, optimizers and statistics are ``vmap``ped over
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -105,7 +106,27 @@ class Trainer(NamedTuple):
     env: VecEnv
 
 
+def _compiler_options(cpu_level: int) -> dict[str, Any] | None:
+    """XLA options for programs that run rarely: a lower LLVM optimization level on CPU.
+
+    Measured on a 2-core CPU with CartPole's PPO: ``init`` (run once) compiles in 1.3 s at
+    level 0 instead of 2.9 s; ``evaluate`` compiles in 1.0 s at level 1 instead of 1.5 s and
+    runs as fast. The training program keeps the default (level 1 was up to 5% slower at 256
+    environments). Other backends keep their defaults.
+    """
+    if jax.default_backend() != "cpu":
+        return None
+    return {"xla_backend_optimization_level": cpu_level}
+
+
 class _Rollout(NamedTuple):
+    """One rollout step of every environment (leaves ``(N, ...)``, stacked to ``(T, N, ...)``).
+
+    ``next_value`` is the value of the transition's true successor: the value of the next
+    observation while the episode goes on, the value of ``final_obs`` where it ended (used
+    only if truncated; terminated transitions do not bootstrap).
+    """
+
     obs: jax.Array
     action: jax.Array
     log_prob: jax.Array
@@ -113,7 +134,7 @@ class _Rollout(NamedTuple):
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
-    final_obs: jax.Array
+    next_value: jax.Array
     episode_return: jax.Array
 
 
@@ -212,6 +233,14 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         action, log_prob = dist.sample_and_log_prob(seed=key)
         return action, log_prob, value
 
+    def values(state: PPOState, obs: jax.Array) -> jax.Array:
+        """Every seed's value of a flat batch of observations: ``(seeds * envs,)``."""
+
+        def one_seed(params: Any, stats: RunningStats, obs: jax.Array) -> jax.Array:
+            return network.apply(params, observe(stats, obs))[2]
+
+        return flat(jax.vmap(one_seed)(state.params, state.obs_stats, per_seed(obs)))
+
     def rollout(state: PPOState) -> tuple[PPOState, _Rollout]:
         def step(carry: tuple, _: None) -> tuple:
             env_state, obs, keys = carry
@@ -221,6 +250,13 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             )
             env_action = flat(action).astype(env.action_space.dtype)
             env_state, ts = env.step(env_state, env_action, state.env_params)
+            # Values of final observations, needed only where an episode ended (elsewhere the
+            # next step's value is the successor's): computed only on steps where one did.
+            final_value = jax.lax.cond(
+                ts.done.any(),
+                lambda: values(state, ts.final_obs),
+                lambda: jnp.zeros(seeds * n, jnp.float32),
+            )
             record = _Rollout(
                 obs=obs,
                 action=flat(action),
@@ -229,7 +265,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
                 reward=ts.reward,
                 terminated=ts.terminated,
                 truncated=ts.truncated,
-                final_obs=ts.final_obs,
+                next_value=final_value,
                 episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
             )
             return (env_state, ts.obs, keys), record
@@ -237,6 +273,10 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         (env_state, obs, keys), records = jax.lax.scan(
             step, (state.env_state, state.obs, state.key), None, t
         )
+        # The successor of step t is step t + 1's observation unless an episode ended there.
+        following = jnp.concatenate([records.value[1:], values(state, obs)[None]])
+        done = records.terminated | records.truncated
+        records = records._replace(next_value=jnp.where(done, records.next_value, following))
         return state.replace(env_state=env_state, obs=obs, key=keys), records
 
     # ------------------------------------------------------------------ update
@@ -271,11 +311,10 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         updates: jax.Array,
     ) -> tuple:
         """One seed's PPO update on its rollout (leaves ``(T, N, ...)``)."""
-        next_value = network.apply(params, observe(stats, data.final_obs))[2]
         advantage, target = gae(
             data.reward,
             data.value,
-            next_value,
+            data.next_value,
             data.terminated,
             data.truncated,
             hp.gamma,
@@ -421,7 +460,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         eval_env = VecEnv(env.env, seeds * episodes, "disabled", "on_done", env.env_id)
         horizon = int(env.default_params.max_episode_steps)
 
-        @jax.jit
+        @functools.partial(jax.jit, compiler_options=_compiler_options(1))
         def run_episodes(state: PPOState, key: PRNGKey) -> jax.Array:
             k_reset, k_act = jax.random.split(key)
             env_state, ts = eval_env.reset(k_reset, state.env_params)
@@ -460,4 +499,11 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             evaluators[cache_key] = build_evaluator(*cache_key)
         return evaluators[cache_key](state, key)
 
-    return Trainer(init=jax.jit(init), run=run, evaluate=evaluate, act=act, config=config, env=env)
+    return Trainer(
+        init=jax.jit(init, compiler_options=_compiler_options(0)),
+        run=run,
+        evaluate=evaluate,
+        act=act,
+        config=config,
+        env=env,
+    )
