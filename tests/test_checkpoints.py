@@ -29,7 +29,7 @@ def _assert_trees_equal(a, b):
 
 @pytest.fixture(scope="module")
 def trainer():
-    return make_trainer(SMALL.replace(num_seeds=2), "Maze-v0")
+    return make_trainer(SMALL.replace(num_seeds=2), "Maze-v0", reset_strategy="pool")
 
 
 def test_restore_and_continue_is_bit_identical_to_an_uninterrupted_run(trainer, tmp_path):

@@ -225,5 +225,6 @@ def test_unknown_strategy_and_options():
 
 
 def test_defaults():
-    assert rollax.make("CartPole-v1", num_envs=8).reset_strategy == "pool"
+    assert rollax.make("CartPole-v1", num_envs=16).reset_strategy == "pool"
+    assert rollax.make("CartPole-v1", num_envs=8).reset_strategy == "on_done"
     assert rollax.make("CartPole-v1").reset_strategy == "on_done"
