@@ -17,6 +17,17 @@ from rollax.types import TimeStep
 
 __version__ = "0.1.0"
 
+
+def _register_with_gymnasium() -> None:
+    """Make ``gymnasium.make("rollax/<id>")`` work whenever Gymnasium is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("gymnasium") is not None:
+        import rollax.adapters.gymnasium  # noqa: F401  (registers on import)
+
+
+_register_with_gymnasium()
+
 __all__ = [
     "EnvParams",
     "EnvState",
