@@ -49,6 +49,7 @@ bench: $(INSTALL_STAMP)
 	$(PY) benchmarks/env_step.py
 	$(PY) benchmarks/autoreset.py
 	$(PY) benchmarks/ppo_cartpole.py
+	$(PY) benchmarks/adapters.py
 
 constraints: $(INSTALL_STAMP)
 	{ sed -n '1,2p' constraints.txt; $(PIP) freeze --exclude-editable | grep -v '^rollax'; } > constraints.new

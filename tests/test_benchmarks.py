@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
     [
         ("env_step.py", {"rollax_same_step", "rollax_no_reset", "gymnax_autoreset"}),
         ("autoreset.py", {"pool", "compact", "cached", "floor_steps_per_s"}),
+        ("adapters.py", {"rollax_next_step", "gymnasium_numpy", "gymnax_wrapper"}),
     ],
 )
 def test_benchmark_ends_with_json(script, keys):
