@@ -49,3 +49,15 @@ def test_actor_critic_shapes_for_discrete_and_box_spaces():
         out, log_std, value = net.apply(params, obs)
         assert out.shape == (5, *action_shape) and value.shape == (5,)
         assert log_std.shape == action_shape
+
+
+def test_trainer_pieces_compose_with_jax_transformations():
+    trainer = make_trainer(PPOConfig(num_envs=4, num_steps=16, total_steps=4096), "CartPole-v1")
+    direct = trainer.init(jax.random.key(0))
+    nested = jax.jit(trainer.init)(jax.random.key(0))
+    for a, b in zip(jax.tree.leaves(direct.params), jax.tree.leaves(nested.params), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    seeds = jax.vmap(trainer.init)(jax.random.split(jax.random.key(0), 2))
+    assert seeds.env_steps.shape == (2,)
+    shapes = jax.eval_shape(lambda s, k: trainer.evaluate(s, k, 4, True), direct, jax.random.key(1))
+    assert shapes.shape == (1, 4)

@@ -106,6 +106,30 @@ class Trainer(NamedTuple):
     env: VecEnv
 
 
+class _FastCompile:
+    """A jitted function compiled with lighter XLA options when called at the top level.
+
+    JAX accepts ``compiler_options`` only on an outermost ``jit``, so inside another
+    transformation (``jit``, ``vmap``, ``eval_shape``) this calls the plain jitted function
+    instead: composable like any jitted function, and quicker to compile when called directly.
+    """
+
+    def __init__(self, fn: Any, cpu_level: int) -> None:
+        functools.update_wrapper(self, fn)
+        self._plain = jax.jit(fn)
+        options = _compiler_options(cpu_level)
+        self._fast = jax.jit(fn, compiler_options=options) if options else self._plain
+
+    def __call__(self, *args: Any) -> Any:
+        if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)):
+            return self._plain(*args)
+        return self._fast(*args)
+
+    def lower(self, *args: Any) -> Any:
+        """The top-level program, lowered (as ``jax.jit(...).lower``)."""
+        return self._fast.lower(*args)
+
+
 def _compiler_options(cpu_level: int) -> dict[str, Any] | None:
     """XLA options for programs that run rarely: a lower LLVM optimization level on CPU.
 
@@ -460,7 +484,6 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         eval_env = VecEnv(env.env, seeds * episodes, "disabled", "on_done", env.env_id)
         horizon = int(env.default_params.max_episode_steps)
 
-        @functools.partial(jax.jit, compiler_options=_compiler_options(1))
         def run_episodes(state: PPOState, key: PRNGKey) -> jax.Array:
             k_reset, k_act = jax.random.split(key)
             env_state, ts = eval_env.reset(k_reset, state.env_params)
@@ -481,7 +504,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             (_, _, _, total), _ = jax.lax.scan(step, carry, jax.random.split(k_act, horizon))
             return total.reshape(seeds, episodes)
 
-        return run_episodes
+        return _FastCompile(run_episodes, cpu_level=1)
 
     def evaluate(
         state: PPOState, key: PRNGKey, num_episodes: int = 64, deterministic: bool = True
@@ -500,7 +523,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         return evaluators[cache_key](state, key)
 
     return Trainer(
-        init=jax.jit(init, compiler_options=_compiler_options(0)),
+        init=_FastCompile(init, cpu_level=0),
         run=run,
         evaluate=evaluate,
         act=act,
