@@ -2,4 +2,6 @@
 
 - ``rollax.adapters.gymnasium`` (``rollax[gymnasium]``): rollax environments as Gymnasium
   environments, single and vectorized, registered as ``rollax/<id>``.
+- ``rollax.adapters.gymnax`` (``rollax[gymnax]``): any gymnax environment as
+  ``rollax.make("gymnax/<id>")``, with rollax's reset, truncation and ``final_obs`` semantics.
 """

@@ -90,6 +90,8 @@ def spec(env_id: str) -> EnvSpec:
     """
     if not isinstance(env_id, str):
         raise TypeError(f"env_id must be a string, got {type(env_id).__name__} {env_id!r}.")
+    if env_id not in _REGISTRY and env_id.startswith("gymnax/"):
+        _register_gymnax(env_id)
     try:
         return _REGISTRY[env_id]
     except KeyError:
@@ -99,6 +101,20 @@ def spec(env_id: str) -> EnvSpec:
             f"Unknown environment id {env_id!r}.{hint} rollax.registered_envs() lists all "
             f"{len(_REGISTRY)} ids."
         ) from None
+
+
+def _register_gymnax(env_id: str) -> None:
+    """Register ``gymnax/<name>`` on first use (any gymnax id works without listing it)."""
+    try:
+        import gymnax  # noqa: F401
+    except ImportError:
+        raise ValueError(f"{env_id!r} needs gymnax: pip install 'rollax[gymnax]'.") from None
+    from rollax.adapters.gymnax import GymnaxEnv
+
+    GymnaxEnv(env_id.removeprefix("gymnax/"))  # an unknown name fails here, with close matches
+    _REGISTRY[env_id] = EnvSpec(
+        env_id, GymnaxEnv, MappingProxyType({"env_id": env_id.removeprefix("gymnax/")})
+    )
 
 
 def make(

@@ -1,0 +1,68 @@
+"""gymnax environments through rollax.make: rollax's resets, truncation and final_obs."""
+
+from __future__ import annotations
+
+import gymnax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+
+
+def test_gymnax_cartpole_steps_like_gymnax_itself():
+    env = rollax.make("gymnax/CartPole-v1")
+    ours = env.env
+    reference, ref_params = gymnax.make("CartPole-v1")
+    state = ours.reset_env(jax.random.key(0), env.default_params)
+    for t in range(40):
+        action = jnp.int32(t % 2)
+        k = jax.random.split(state.key)[1]  # the key the wrapper hands gymnax
+        with jax.numpy_dtype_promotion("standard"):  # gymnax is not strict-promotion clean
+            want_obs, _, want_reward, want_done, _ = reference.step_env(
+                k, state.inner, action, ref_params
+            )
+        state, reward, terminated = ours.step_env(state, action, env.default_params)
+        np.testing.assert_allclose(ours.observe(state, env.default_params), want_obs, rtol=1e-6)
+        assert float(reward) == float(want_reward) and bool(terminated) == bool(want_done)
+
+
+def test_time_limit_is_truncation_and_every_episode_starts_fresh():
+    env = rollax.make("gymnax/CartPole-v1", num_envs=4)
+    params = env.default_params.replace(max_episode_steps=10)
+    state, ts = env.reset(jax.random.key(0), params)
+    starts = [np.asarray(ts.obs)]
+    step = jax.jit(env.step)
+    for t in range(30):
+        state, ts = step(state, jnp.full(4, t % 2, jnp.int32), params)
+        if bool(ts.done.any()):
+            assert bool(ts.truncated.all()) and not bool(ts.terminated.any())
+            assert not np.array_equal(np.asarray(ts.final_obs), np.asarray(ts.obs))
+            starts.append(np.asarray(ts.obs))
+    assert len(starts) == 4  # the first episode and three fresh ones
+    flat = np.concatenate(starts)
+    assert len({tuple(row) for row in flat}) == len(flat)  # no start repeats
+
+
+def test_minatar_runs_batched_under_jit():
+    env = rollax.make("gymnax/Breakout-MinAtar", num_envs=8)
+    assert env.observation_space.shape == (10, 10, 4)
+    state, ts = env.reset(jax.random.key(0))
+
+    @jax.jit
+    def rollout(state, key):
+        def body(state, key):
+            state, ts = env.step(state, env.sample_actions(key))
+            return state, ts.done.sum()
+
+        return jax.lax.scan(body, state, jax.random.split(key, 300))
+
+    state, dones = rollout(state, jax.random.key(1))
+    assert ts.obs.shape == (8, 10, 10, 4) and ts.obs.dtype == jnp.float32
+    assert int(dones.sum()) > 0
+
+
+def test_unknown_gymnax_id_lists_close_matches():
+    with pytest.raises(ValueError, match="Did you mean 'gymnax/Breakout-MinAtar'"):
+        rollax.make("gymnax/Breakout-MinAtr")
