@@ -12,7 +12,8 @@ two apart, one of the things rollax fixes).
 Method, identical for both: the training program runs in chunks of ``--chunk`` environment
 steps; after each chunk the policy is evaluated (stochastic actions, ``--episodes`` episodes,
 outside the timed training). Time to solve = compile time (training chunk, initialization and
-evaluator, compiled before training starts: rejax ahead of time, rollax by a first call) +
+evaluator, compiled before training starts: rejax ahead of time, rollax with
+``trainer.warmup``, which compiles them side by side) +
 training time of the chunks up to the first evaluation
 with a mean return >= 475. With 8 seeds at once (one ``vmap``ped program for each library),
 both train the whole budget and the figure is compile + training time (how many seeds solved
@@ -83,12 +84,10 @@ def rollax_solver(
     )
     with _Timed() as compile_time:
         trainer = make_trainer(config, "CartPole-v1")
-        key = jax.random.key(seed)
-        state = trainer.init(key)  # compiles init
-        # Compile the training chunk and the evaluator ahead of the timed run by running a
-        # copy once (run's program is the same for any number of updates).
-        jax.block_until_ready(trainer.run(state, config.batch_size))
-        jax.block_until_ready(trainer.evaluate(state, key, episodes, False))
+        # Compile initialization, the training chunk (the same program for any number of
+        # updates) and the evaluator side by side, then initialize.
+        trainer.warmup([(episodes, False)])
+        state = jax.block_until_ready(trainer.init(jax.random.key(seed)))
     return _solve(
         lambda s: trainer.run(s, chunk)[0],
         lambda s, k: trainer.evaluate(s, k, episodes, False),

@@ -48,6 +48,28 @@ def test_run_compiles_once_across_calls_sizes_and_env_params():
     assert _jit_cache_size(trainer) == 1
 
 
+def test_warmup_compiles_everything_beforehand():
+    compiled: list[str] = []
+    listening = [False]
+
+    def on_event(name: str, seconds: float, fun_name: str = "", **kwargs) -> None:
+        programs = ("jit(init)", "jit(run_updates)", "jit(run_episodes)")
+        if listening[0] and "backend_compile" in name and fun_name in programs:
+            compiled.append(fun_name)
+
+    jax.monitoring.register_event_duration_secs_listener(on_event)
+    trainer = make_trainer(SMALL, "CartPole-v1")
+    trainer.warmup([(4, True), (4, False)])
+    listening[0] = True
+    state = trainer.init(jax.random.key(0))
+    state, _ = trainer.run(state, 64)
+    state, _ = trainer.run(state, 128)
+    returns = trainer.evaluate(state, jax.random.key(1), 4, False)
+    listening[0] = False
+    assert returns.shape == (1, 4)
+    assert compiled == []  # the training programs all came from warmup
+
+
 def _jit_cache_size(trainer):
     """Compilations of the trainer's jitted run program."""
     for cell in trainer.run.__closure__:

@@ -329,11 +329,13 @@ def _train_loop(run: _Run) -> None:
     progress = _Progress(total, run.env_steps, rc.progress)
     last_ckpt = run.env_steps
     recent: float | None = None
+    evaluations = [(rc.eval_episodes, d) for d in (True, False)] if rc.eval_episodes else []
     try:
         with metrics_path.open("a", newline="") as f, _stop_requests() as stops:
             rows = csv.writer(f)
             if new_file:
                 rows.writerow(METRIC_FIELDS)
+            run.trainer.warmup(evaluations)  # compile all programs side by side
             while run.env_steps < total and not stops:
                 chunk = min(log_every, total - run.env_steps)
                 start = time.perf_counter()

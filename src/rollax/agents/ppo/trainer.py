@@ -9,7 +9,9 @@ works on one batch; the networks, optimizers and statistics are ``vmap``ped over
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -94,6 +96,9 @@ class Trainer(NamedTuple):
             ``(num_seeds, num_episodes)`` returns of whole episodes with the current policy.
         act: ``(state, obs, key, deterministic) -> actions`` of every seed's policy for
             observations ``(num_seeds, B, *obs_shape)``.
+        warmup: ``(evaluations=()) -> None``: compile ``init``, ``run`` and ``evaluate`` (for
+            each ``(num_episodes, deterministic)`` in ``evaluations``) side by side, so that
+            later calls start at once.
         config: The configuration.
         env: The environment batch (``num_seeds * num_envs`` environments).
     """
@@ -102,6 +107,7 @@ class Trainer(NamedTuple):
     run: Any
     evaluate: Any
     act: Any
+    warmup: Any
     config: PPOConfig
     env: VecEnv
 
@@ -515,18 +521,55 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         the environment's default episode limit, with the policy's mode (``deterministic``)
         or samples from it.
         """
+        return evaluate_program(num_episodes, deterministic)(state, key)
+
+    def evaluate_program(num_episodes: int, deterministic: bool) -> Any:
+        """The compiled evaluator for these arguments (built on first use)."""
         if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
             raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}.")
         cache_key = (num_episodes, bool(deterministic))
         if cache_key not in evaluators:
             evaluators[cache_key] = build_evaluator(*cache_key)
-        return evaluators[cache_key](state, key)
+        return evaluators[cache_key]
+
+    fast_init = _FastCompile(init, cpu_level=0)
+
+    def warmup(evaluations: Sequence[tuple[int, bool]] = ()) -> None:
+        """Compile ``init``, ``run`` and the given evaluations before they are first called.
+
+        The programs are lowered for the state ``init`` will build (from ``jax.eval_shape``,
+        nothing runs) and compiled on one thread each: tracing takes turns on Python's lock,
+        but XLA compiles without it, so on a multi-core machine the compilations overlap
+        (CartPole with one evaluation, 2 CPU cores: 5.7 s instead of 6.0 s for one seed,
+        7.2 s instead of 8.0 s for eight). Later calls with states of that structure (from
+        ``init``, ``run`` or a restored checkpoint) start without compiling.
+
+        Args:
+            evaluations: ``(num_episodes, deterministic)`` pairs to compile ``evaluate`` for.
+        """
+        for episodes, deterministic in evaluations:
+            evaluate_program(episodes, deterministic)  # built here, compiled in a thread
+        key = jax.eval_shape(lambda: jax.random.key(0))
+        state = jax.eval_shape(init, key)
+        updates = jax.ShapeDtypeStruct((), jnp.int32)
+        jobs = [
+            lambda: fast_init.lower(key).compile(),
+            lambda: run_updates.lower(state, updates).compile(),
+        ]
+        jobs += [
+            functools.partial(lambda p: p.lower(state, key).compile(), evaluators[pair])
+            for pair in ((e, bool(d)) for e, d in evaluations)
+        ]
+        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+            for future in [pool.submit(job) for job in jobs]:
+                future.result()
 
     return Trainer(
-        init=_FastCompile(init, cpu_level=0),
+        init=fast_init,
         run=run,
         evaluate=evaluate,
         act=act,
+        warmup=warmup,
         config=config,
         env=env,
     )
