@@ -28,8 +28,8 @@ demo: $(INSTALL_STAMP)
 
 ## make test: the whole suite, slow tests included, after a lint check.
 test: $(INSTALL_STAMP)
-	$(PY) -m ruff check src tests benchmarks
-	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff format --check src tests benchmarks examples
 	$(PY) -m pytest
 
 ## make test-fast: the suite without the tests marked slow.
@@ -37,12 +37,12 @@ test-fast: $(INSTALL_STAMP)
 	$(PY) -m pytest -m "not slow"
 
 lint: $(INSTALL_STAMP)
-	$(PY) -m ruff check src tests benchmarks
-	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff format --check src tests benchmarks examples
 
 format: $(INSTALL_STAMP)
-	$(PY) -m ruff check --fix src tests benchmarks
-	$(PY) -m ruff format src tests benchmarks
+	$(PY) -m ruff check --fix src tests benchmarks examples
+	$(PY) -m ruff format src tests benchmarks examples
 
 ## make bench: every benchmark in benchmarks/, each ending with one JSON line.
 bench: $(INSTALL_STAMP)

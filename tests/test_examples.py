@@ -1,0 +1,29 @@
+"""The examples run as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_torch_ppo_through_the_gymnasium_adapter_learns_cartpole():
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "torch_ppo_gymnasium.py"),
+            *"--total-steps 32768 --eval-episodes 16 --seed 1".split(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("eval_return=")
+    assert float(last.removeprefix("eval_return=")) >= 100, result.stdout
