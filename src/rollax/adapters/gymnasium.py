@@ -26,6 +26,12 @@ from rollax.envs import Environment, VecEnv, make, registered_envs
 
 __all__ = ["RollaxEnv", "RollaxVectorEnv", "make_vec", "register_envs", "to_gymnasium_space"]
 
+PER_CALL_POOL_FROM = 1024
+"""Default reset strategy of the adapter: ``pool`` from this many environments, ``on_done``
+below. Here every step is its own call, and a call pays for each operation of the program;
+measured through this adapter on CartPole (2 CPU cores, steps/s): 256 envs on_done 2.1M vs
+pool 1.1M, 1,024 envs 3.7M vs 4.0M, 4,096 envs 7.9M vs 13.0M."""
+
 _MODES = {
     AutoresetMode.NEXT_STEP: "next_step",
     AutoresetMode.SAME_STEP: "same_step",
@@ -95,6 +101,8 @@ class RollaxVectorEnv(VectorEnv):
             ``reset(options={"reset_mask": mask})``); the names work too.
         render_mode: ``None`` or ``"rgb_array"`` (``render()`` returns a tuple of frames).
         reset_strategy: How resets are computed (see ``rollax.make``); every one is fresh.
+            Default: ``on_done`` below 1,024 environments, ``pool`` from there (see
+            :data:`PER_CALL_POOL_FROM`).
         **make_options: Environment options, as for ``rollax.make``.
     """
 
@@ -113,6 +121,8 @@ class RollaxVectorEnv(VectorEnv):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}.")
         mode = _autoreset_mode(autoreset_mode)
         core, env_id = _environment(env)
+        if reset_strategy is None:
+            reset_strategy = "on_done" if num_envs < PER_CALL_POOL_FROM else "pool"
         if isinstance(env, str):
             self._vec = make(
                 env,
@@ -137,10 +147,18 @@ class RollaxVectorEnv(VectorEnv):
         self._params = jax.tree.map(jnp.asarray, self._vec.default_params)
         self._reset = jax.jit(self._vec.reset)
         self._reset_where = jax.jit(self._vec.reset_where)
-        self._step = jax.jit(self._vec.step)
+        self._step = jax.jit(self._step_outputs)
         self._state: Any = None
         self._key: jax.Array | None = None
         self._ended = np.zeros(num_envs, np.bool_)
+
+    def _step_outputs(self, state: Any, actions: jax.Array, params: Any) -> tuple:
+        """The step with only what this mode returns (every output costs a copy per call)."""
+        state, ts = self._vec.step(state, actions, params)
+        outputs = (ts.obs, ts.reward, ts.terminated, ts.truncated)
+        if self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP:
+            outputs += (ts.final_obs,)
+        return state, outputs
 
     @property
     def params(self) -> Any:
@@ -202,15 +220,14 @@ class RollaxVectorEnv(VectorEnv):
             actions.dtype, self._action_dtype, "same_kind"
         ):
             actions = actions.astype(self._action_dtype)
-        self._state, ts = self._step(self._state, jnp.asarray(actions), self._params)
-        # float64 rewards, as SyncVectorEnv returns them.
-        obs, reward = np.asarray(ts.obs), np.asarray(ts.reward, dtype=np.float64)
-        terminated, truncated = np.asarray(ts.terminated), np.asarray(ts.truncated)
+        self._state, outputs = self._step(self._state, actions, self._params)
+        obs, reward, terminated, truncated = (np.asarray(x) for x in outputs[:4])
+        reward = reward.astype(np.float64)  # as SyncVectorEnv returns rewards
         done = terminated | truncated
         self._ended = done
         infos: dict[str, Any] = {}
         if mode is AutoresetMode.SAME_STEP and done.any():
-            final = np.asarray(ts.final_obs)
+            final = np.asarray(outputs[4])
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(done):
                 final_obs[i] = final[i]
