@@ -101,6 +101,18 @@ class Box:
     def __hash__(self) -> int:
         return hash((self.shape, str(self.dtype), self.low.tobytes(), self.high.tobytes()))
 
+    def __repr__(self) -> str:
+        def bound(x: np.ndarray) -> str:
+            # A uniform bound prints as one number (an image space would fill the screen).
+            if x.size and np.all(x == x.flat[0]):
+                return str(x.flat[0].item())
+            return np.array2string(x, threshold=16, separator=", ")
+
+        return (
+            f"Box(low={bound(self.low)}, high={bound(self.high)}, shape={self.shape}, "
+            f"dtype={self.dtype})"
+        )
+
     def sample(self, key: jax.Array, batch_shape: tuple[int, ...] = ()) -> jax.Array:
         """Draw values of shape ``batch_shape + shape``.
 
