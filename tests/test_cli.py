@@ -69,6 +69,10 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
     assert [int(r["env_steps"]) for r in rows] == list(range(256, 3073, 256))
     assert json.loads((run_dir / "config.json").read_text())["ppo"]["total_steps"] == 3072
 
+    # Resuming a finished run is a no-op that exits cleanly (no second checkpoint of a step).
+    rollax("resume", str(run_dir), env=cli_env)
+    assert len(metrics(run_dir)) == 12
+
     video = tmp_path / "episode.gif"
     out = rollax("eval", str(run_dir), "--episodes", "3", "--video", str(video), env=cli_env)
     printed = json.loads(out.stdout)
@@ -162,3 +166,23 @@ def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(tmp_pa
     # Checked by its header: decoding it here would start ffmpeg from a process running JAX.
     data = mp4.read_bytes()
     assert data[4:8] == b"ftyp" and len(data) > 1000
+
+
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_path, cli_env):
+    first = tmp_path / "first"
+    rollax("train", "ppo", *TINY, "--total-steps", "512", "--eval-episodes", "0",
+           "--run-dir", str(first), env=cli_env)  # fmt: skip
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    (stopped / "config.json").write_text((first / "config.json").read_text())
+    rollax("resume", str(stopped), env=cli_env)
+    assert int(metrics(stopped)[-1]["env_steps"]) == 512
+    assert metrics(stopped) and load_run(stopped).env_steps == 512
+
+
+def test_video_of_an_environment_without_render_is_refused_before_evaluating(tmp_path):
+    from rollax.runs import check_video_path
+
+    (tmp_path / "config.json").write_text(json.dumps({"env": "gymnax/CartPole-v1"}))
+    with pytest.raises(ValueError, match="gymnax/CartPole-v1 cannot render"):
+        check_video_path(tmp_path / "x.gif", tmp_path)

@@ -55,6 +55,8 @@ def test_trainer_pieces_compose_with_jax_transformations():
     trainer = make_trainer(PPOConfig(num_envs=4, num_steps=16, total_steps=4096), "CartPole-v1")
     direct = trainer.init(jax.random.key(0))
     nested = jax.jit(trainer.init)(jax.random.key(0))
+    with_params = trainer.init(jax.random.key(0), env_params=trainer.env.default_params)
+    assert int(with_params.env_steps) == 0
     for a, b in zip(jax.tree.leaves(direct.params), jax.tree.leaves(nested.params), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
     seeds = jax.vmap(trainer.init)(jax.random.split(jax.random.key(0), 2))

@@ -23,7 +23,10 @@ def _register_with_gymnasium() -> None:
     import importlib.util
 
     if importlib.util.find_spec("gymnasium") is not None:
-        import rollax.adapters.gymnasium  # noqa: F401  (registers on import)
+        try:
+            import rollax.adapters.gymnasium  # noqa: F401  (registers on import)
+        except ImportError:  # a Gymnasium older than the adapter needs (>= 1.1)
+            pass
 
 
 _register_with_gymnasium()

@@ -143,7 +143,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "eval":
         if args.video:
-            runs.check_video_path(args.video)
+            runs.check_video_path(args.video, args.run_dir)
         result = runs.evaluate_run(args.run_dir, args.episodes)
         print(json.dumps(result, indent=2))
         if args.video:

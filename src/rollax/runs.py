@@ -160,6 +160,7 @@ def train(algo_config: PPOConfig, run_config: RunConfig) -> Path:
     if run_config.compilation_cache:
         enable_compilation_cache()
     trainer = make_trainer(algo_config, run_config.env)
+    trainer.warmup(_evaluations(run_config))  # init, run and evaluate compile side by side
     directory.mkdir(parents=True, exist_ok=True)
     run = _Run(
         directory=directory,
@@ -174,8 +175,16 @@ def train(algo_config: PPOConfig, run_config: RunConfig) -> Path:
     return directory
 
 
-def load_run(directory: str | Path, total_steps: int | None = None) -> _Run:
+def load_run(
+    directory: str | Path, total_steps: int | None = None, for_training: bool = False
+) -> _Run:
     """Rebuild a run from its directory and restore its newest checkpoint.
+
+    Args:
+        directory: The run directory.
+        total_steps: A new budget (the learning-rate schedule is stretched to it).
+        for_training: Compile the training programs side by side now, and start a run that
+            stopped before its first checkpoint afresh instead of raising.
 
     Raises:
         ValueError: no run there, or a ``total_steps`` below what is already trained.
@@ -200,8 +209,13 @@ def load_run(directory: str | Path, total_steps: int | None = None) -> _Run:
         algo_config.validate()
     trainer = make_trainer(algo_config, run_config.env)
     checkpoints = Checkpointer(directory / "checkpoints", run_config.keep_checkpoints)
-    target = jax.eval_shape(trainer.init, jax.random.key(0))
-    state, _ = checkpoints.restore(target)
+    if for_training:
+        trainer.warmup(_evaluations(run_config))
+    if for_training and checkpoints.latest_step() is None:
+        # Stopped before its first checkpoint: nothing was trained, so start it afresh.
+        state = trainer.init(jax.random.key(run_config.seed))
+    else:
+        state, _ = checkpoints.restore(jax.eval_shape(trainer.init, jax.random.key(0)))
     done = int(state.env_steps)
     if algo_config.total_steps < done:
         raise ValueError(
@@ -219,7 +233,7 @@ def load_run(directory: str | Path, total_steps: int | None = None) -> _Run:
 
 def resume(directory: str | Path, total_steps: int | None = None) -> Path:
     """Continue a run from its newest checkpoint until its (possibly new) budget is spent."""
-    run = load_run(directory, total_steps)
+    run = load_run(directory, total_steps, for_training=True)
     if run.run_config.compilation_cache:
         enable_compilation_cache()
     if total_steps is not None:
@@ -314,6 +328,11 @@ class _Progress:
             self.bar = None
 
 
+def _evaluations(config: RunConfig) -> list[tuple[int, bool]]:
+    """The evaluations a run ends with, for ``Trainer.warmup``."""
+    return [(config.eval_episodes, d) for d in (True, False)] if config.eval_episodes else []
+
+
 def _train_loop(run: _Run) -> None:
     """Train until the budget is spent, logging and checkpointing; save and exit on signals."""
     from tensorboardX import SummaryWriter
@@ -329,13 +348,11 @@ def _train_loop(run: _Run) -> None:
     progress = _Progress(total, run.env_steps, rc.progress)
     last_ckpt = run.env_steps
     recent: float | None = None
-    evaluations = [(rc.eval_episodes, d) for d in (True, False)] if rc.eval_episodes else []
     try:
         with metrics_path.open("a", newline="") as f, _stop_requests() as stops:
             rows = csv.writer(f)
             if new_file:
                 rows.writerow(METRIC_FIELDS)
-            run.trainer.warmup(evaluations)  # compile all programs side by side
             while run.env_steps < total and not stops:
                 chunk = min(log_every, total - run.env_steps)
                 start = time.perf_counter()
@@ -357,7 +374,21 @@ def _train_loop(run: _Run) -> None:
                 if run.env_steps - last_ckpt >= ckpt_every and run.env_steps < total:
                     _checkpoint(run)
                     last_ckpt = run.env_steps
-            _checkpoint(run)
+            if run.checkpoints.latest_step() != run.env_steps:
+                _checkpoint(run)
+            if rc.eval_episodes and not stops:
+                # Inside the signal handlers: a signal now ends the run after the evaluation.
+                result = evaluate_run_state(run, rc.eval_episodes)
+                _write_atomic(run.directory / "eval.json", json.dumps(result, indent=2).encode())
+                for name in ("deterministic", "stochastic"):
+                    writer.add_scalar(f"eval/{name}_return", result[name]["mean"], run.env_steps)
+                print(
+                    f"Trained {run.env_steps} steps per seed; final return over "
+                    f"{rc.eval_episodes} episodes per seed: "
+                    f"{result['deterministic']['mean']:.1f} (deterministic), "
+                    f"{result['stochastic']['mean']:.1f} (stochastic).",
+                    file=sys.stderr,
+                )
             if stops:
                 progress.close()
                 name = signal.Signals(stops[0]).name
@@ -367,17 +398,6 @@ def _train_loop(run: _Run) -> None:
                     file=sys.stderr,
                 )
                 raise SystemExit(128 + stops[0])
-        if rc.eval_episodes:
-            result = evaluate_run_state(run, rc.eval_episodes)
-            _write_atomic(run.directory / "eval.json", json.dumps(result, indent=2).encode())
-            for name in ("deterministic", "stochastic"):
-                writer.add_scalar(f"eval/{name}_return", result[name]["mean"], run.env_steps)
-            print(
-                f"Trained {run.env_steps} steps per seed; final return over "
-                f"{rc.eval_episodes} episodes per seed: {result['deterministic']['mean']:.1f} "
-                f"(deterministic), {result['stochastic']['mean']:.1f} (stochastic).",
-                file=sys.stderr,
-            )
     finally:
         progress.close()
         writer.close()
@@ -460,11 +480,25 @@ def evaluate_run(directory: str | Path, episodes: int = 32) -> dict[str, Any]:
     return evaluate_run_state(load_run(directory), episodes)
 
 
-def check_video_path(path: str | Path) -> Path:
-    """``path`` as a Path; a ``ValueError`` unless it ends in ``.gif`` or ``.mp4``."""
+def check_video_path(path: str | Path, directory: str | Path | None = None) -> Path:
+    """Check a video path (and, given ``directory``, that the run's environment renders).
+
+    Raises:
+        ValueError: a suffix other than ``.gif``/``.mp4``, or an environment without render.
+    """
     path = Path(path)
     if path.suffix.lower() not in (".gif", ".mp4"):
         raise ValueError(f"--video must end in .gif or .mp4, got {str(path)!r}.")
+    config_path = Path(directory or "") / "config.json"
+    if directory is not None and config_path.is_file():
+        from rollax.envs import make
+
+        env_id = json.loads(config_path.read_text())["env"]
+        if not make(env_id).can_render:
+            raise ValueError(
+                f"--video: {env_id} cannot render (it has no render method); the "
+                f"classic-control environments and Maze-v0 can."
+            )
     return path
 
 
@@ -481,7 +515,7 @@ def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple
     """
     import imageio.v3 as iio
 
-    path = check_video_path(path)
+    path = check_video_path(path, directory)
     run = load_run(directory)
     frames, episode_return = _record_episode(run)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -120,7 +120,6 @@ class RollaxVectorEnv(VectorEnv):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}.")
         mode = _autoreset_mode(autoreset_mode)
-        core, env_id = _environment(env)
         if reset_strategy is None:
             reset_strategy = "on_done" if num_envs < PER_CALL_POOL_FROM else "pool"
         if isinstance(env, str):
@@ -132,6 +131,12 @@ class RollaxVectorEnv(VectorEnv):
                 **make_options,
             )
         else:
+            if make_options:
+                raise TypeError(
+                    f"options {sorted(make_options)} apply only when env is an id; build the "
+                    f"environment with them instead."
+                )
+            core, env_id = _environment(env)
             self._vec = VecEnv(core, num_envs, _MODES[mode], reset_strategy, env_id)
         self.num_envs = num_envs
         self.render_mode = render_mode
@@ -148,6 +153,7 @@ class RollaxVectorEnv(VectorEnv):
         self._reset = jax.jit(self._vec.reset)
         self._reset_where = jax.jit(self._vec.reset_where)
         self._step = jax.jit(self._step_outputs)
+        self._render: Any = None
         self._state: Any = None
         self._key: jax.Array | None = None
         self._ended = np.zeros(num_envs, np.bool_)
@@ -183,9 +189,11 @@ class RollaxVectorEnv(VectorEnv):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every environment, or only ``options["reset_mask"]``'s, with fresh randomness.
 
-        ``seed`` (an int, a list of ints or None) seeds the batch's key chain: the same seed
-        gives the same episodes; without one, the chain continues (or starts from fresh
-        entropy).
+        ``seed`` (an int, a list of ints or None) seeds the batch's key chain on a full reset:
+        the same seed gives the same episodes; without one, the chain continues (or starts from
+        fresh entropy). A masked reset draws from the masked environments' own keys, which
+        the last full reset seeded (unlike ``SyncVectorEnv``, a seed given with a mask does
+        not re-seed them).
         """
         options = dict(options or {})
         if seed is not None or self._key is None:
@@ -245,8 +253,9 @@ class RollaxVectorEnv(VectorEnv):
             return None
         if self._state is None:
             raise ValueError("render() before reset(): call reset() first.")
-        frames = np.asarray(self._vec.render(self._state, self._params))
-        return tuple(frames)
+        if self._render is None:
+            self._render = jax.jit(self._vec.render)
+        return tuple(np.asarray(self._render(self._state, self._params)))
 
     def _check_mask(self, mask: Any) -> None:
         """Gymnasium's own checks of ``options["reset_mask"]``, as ``ValueError``."""

@@ -136,8 +136,8 @@ def make(
         autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"``; see
             :data:`rollax.envs.AUTORESET_MODES`.
         reset_strategy: How fresh resets are computed, one of
-            :data:`rollax.envs.RESET_STRATEGIES`; ``None`` for the default, ``"pool"`` for a
-            batch and ``"on_done"`` for a single environment.
+            :data:`rollax.envs.RESET_STRATEGIES`; ``None`` for the default: ``"pool"``
+            from 16 environments, ``"on_done"`` below and for a single environment.
         block_size: ``"compact"`` only: environments reset per block (default derived from
             ``num_envs`` and the episode limit).
         refill_size: ``"pool"`` only: fresh states drawn per refill, at least ``num_envs``

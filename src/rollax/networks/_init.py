@@ -31,7 +31,9 @@ def _orthonormal_columns(z: jax.Array) -> jax.Array:
     def column(k: jax.Array, q: jax.Array) -> jax.Array:
         v = jax.lax.dynamic_index_in_dim(z, k, axis=1, keepdims=False)
         for _ in range(2):  # columns of q not yet written are zero, so this projects on 0..k-1
-            v = v - q @ (q.T @ v)
+            # Full float32 precision: TF32 matmuls on GPUs would spoil orthogonality.
+            coefficients = jnp.matmul(q.T, v, precision=jax.lax.Precision.HIGHEST)
+            v = v - jnp.matmul(q, coefficients, precision=jax.lax.Precision.HIGHEST)
         v = v / jnp.sqrt(jnp.sum(v * v))
         return jax.lax.dynamic_update_index_in_dim(q, v, k, axis=1)
 

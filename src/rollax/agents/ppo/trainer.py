@@ -126,10 +126,13 @@ class _FastCompile:
         options = _compiler_options(cpu_level)
         self._fast = jax.jit(fn, compiler_options=options) if options else self._plain
 
-    def __call__(self, *args: Any) -> Any:
-        if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)):
-            return self._plain(*args)
-        return self._fast(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from jax._src import core  # trace_state_clean has no public alias in jax 0.10
+
+        inside = not core.trace_state_clean() or any(
+            isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs))
+        )
+        return (self._plain if inside else self._fast)(*args, **kwargs)
 
     def lower(self, *args: Any) -> Any:
         """The top-level program, lowered (as ``jax.jit(...).lower``)."""
