@@ -344,7 +344,8 @@ def _train_loop(run: _Run) -> None:
     ckpt_every = _round_up(rc.checkpoint_every or total // 10, batch)
     metrics_path = run.directory / "metrics.csv"
     new_file = not metrics_path.is_file()
-    writer = SummaryWriter(str(run.directory / "tb"))
+    # On resume, TensorBoard drops what an earlier session logged past this checkpoint.
+    writer = SummaryWriter(str(run.directory / "tb"), purge_step=run.env_steps or None)
     progress = _Progress(total, run.env_steps, rc.progress)
     last_ckpt = run.env_steps
     recent: float | None = None
