@@ -4,4 +4,6 @@
   environments, single and vectorized, registered as ``rollax/<id>``.
 - ``rollax.adapters.gymnax`` (``rollax[gymnax]``): any gymnax environment as
   ``rollax.make("gymnax/<id>")``, with rollax's reset, truncation and ``final_obs`` semantics.
+- ``rollax.adapters.brax`` (``rollax[brax]``): any Brax environment as
+  ``rollax.make("brax/<name>")``.
 """

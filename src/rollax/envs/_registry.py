@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import importlib.util
 import inspect
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -90,8 +91,9 @@ def spec(env_id: str) -> EnvSpec:
     """
     if not isinstance(env_id, str):
         raise TypeError(f"env_id must be a string, got {type(env_id).__name__} {env_id!r}.")
-    if env_id not in _REGISTRY and env_id.startswith("gymnax/"):
-        _register_gymnax(env_id)
+    namespace = env_id.partition("/")[0]
+    if env_id not in _REGISTRY and namespace in _FOREIGN:
+        _register_foreign(env_id)
     try:
         return _REGISTRY[env_id]
     except KeyError:
@@ -103,18 +105,22 @@ def spec(env_id: str) -> EnvSpec:
         ) from None
 
 
-def _register_gymnax(env_id: str) -> None:
-    """Register ``gymnax/<name>`` on first use (any gymnax id works without listing it)."""
-    try:
-        import gymnax  # noqa: F401
-    except ImportError:
-        raise ValueError(f"{env_id!r} needs gymnax: pip install 'rollax[gymnax]'.") from None
-    from rollax.adapters.gymnax import GymnaxEnv
+_FOREIGN = {
+    "gymnax": ("gymnax", "rollax.adapters.gymnax:GymnaxEnv"),
+    "brax": ("brax", "rollax.adapters.brax:BraxEnv"),
+}
+"""Namespaces of other libraries' environments: the module each needs and rollax's wrapper."""
 
-    GymnaxEnv(env_id.removeprefix("gymnax/"))  # an unknown name fails here, with close matches
-    _REGISTRY[env_id] = EnvSpec(
-        env_id, GymnaxEnv, MappingProxyType({"env_id": env_id.removeprefix("gymnax/")})
-    )
+
+def _register_foreign(env_id: str) -> None:
+    """Register ``<library>/<name>`` on first use (any of its ids works without listing it)."""
+    namespace, _, name = env_id.partition("/")
+    module, entry_point = _FOREIGN[namespace]
+    if importlib.util.find_spec(module) is None:
+        raise ValueError(f"{env_id!r} needs {module}: pip install 'rollax[{namespace}]'.")
+    wrapper = EnvSpec(env_id, entry_point).load()
+    wrapper(name)  # an unknown name fails here, listing the library's close matches
+    _REGISTRY[env_id] = EnvSpec(env_id, wrapper, MappingProxyType({"env_id": name}))
 
 
 def make(

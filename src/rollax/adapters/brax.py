@@ -1,0 +1,83 @@
+"""Brax environments inside rollax (extra ``rollax[brax]``).
+
+``rollax.make("brax/<name>")`` (any name in ``brax.envs``, e.g. ``"brax/inverted_pendulum"``)
+runs Brax's own ``reset``/``step`` inside rollax's ``VecEnv``: every reset draws fresh
+randomness from the environment's key (no cached first state), the time limit is rollax's
+(``truncated``, kept apart from Brax's ``done``, which becomes ``terminated``), ``final_obs`` is
+the true last observation, and every autoreset mode and reset strategy works. Brax
+environments have no parameters besides the time limit (1,000 steps, Brax's default).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax._struct import pytree_dataclass
+from rollax.envs._base import Environment, EnvParams
+from rollax.spaces import Box, Space
+
+__all__ = ["BraxEnv", "BraxParams"]
+
+
+@pytree_dataclass
+class BraxParams(EnvParams):
+    """Attributes: max_episode_steps: rollax's time limit (Brax's default of 1,000)."""
+
+    max_episode_steps: Any = np.int32(1000)
+
+
+class BraxEnv(Environment[Any, BraxParams]):
+    """A Brax environment with rollax's semantics; its state is Brax's ``State``.
+
+    Args:
+        env_id: A Brax environment name, e.g. ``"inverted_pendulum"``.
+        **kwargs: Passed to ``brax.envs.get_environment``.
+    """
+
+    def __init__(self, env_id: str, **kwargs: Any) -> None:
+        from brax import envs
+
+        names = sorted(envs._envs)  # brax's registry has no public listing
+        if env_id not in names:
+            close = difflib.get_close_matches(env_id, names, n=5, cutoff=0.5)
+            hint = f" Did you mean {', '.join(repr('brax/' + c) for c in close)}?" if close else ""
+            raise ValueError(f"Unknown Brax environment {env_id!r}.{hint} Brax has {names}.")
+        self.env_id = env_id
+        self._env = envs.get_environment(env_id, **kwargs)
+        with jax.numpy_dtype_promotion("standard"):  # observation_size runs a Brax reset
+            high = np.full((self._env.observation_size,), np.inf, np.float32)
+            self._action_space = Box(-1.0, 1.0, (self._env.action_size,))
+        self._observation_space = Box(-high, high, high.shape)
+
+    @property
+    def name(self) -> str:
+        return "brax/" + self.env_id
+
+    @property
+    def default_params(self) -> BraxParams:
+        return BraxParams()
+
+    @property
+    def observation_space(self) -> Space:
+        return self._observation_space
+
+    @property
+    def action_space(self) -> Space:
+        return self._action_space
+
+    def reset_env(self, key: jax.Array, params: BraxParams) -> Any:
+        with jax.numpy_dtype_promotion("standard"):  # Brax relies on implicit promotion
+            return self._env.reset(key)
+
+    def step_env(self, state: Any, action: jax.Array, params: BraxParams) -> tuple:
+        with jax.numpy_dtype_promotion("standard"):  # Brax relies on implicit promotion
+            state = self._env.step(state, action)
+        return state, jnp.asarray(state.reward, jnp.float32), state.done > 0.5
+
+    def observe(self, state: Any, params: BraxParams) -> jax.Array:
+        return jnp.asarray(state.obs, jnp.float32)
