@@ -6,4 +6,5 @@
   ``rollax.make("gymnax/<id>")``, with rollax's reset, truncation and ``final_obs`` semantics.
 - ``rollax.adapters.brax`` (``rollax[brax]``): any Brax environment as
   ``rollax.make("brax/<name>")``.
+- ``rollax.adapters.torchrl`` (``rollax[torchrl]``): a rollax batch as a TorchRL ``EnvBase``.
 """

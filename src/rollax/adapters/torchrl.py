@@ -1,0 +1,148 @@
+"""rollax environments as TorchRL environments (extra ``rollax[torchrl]``).
+
+:class:`RollaxEnv` is a ``torchrl.envs.EnvBase`` over a rollax batch: the whole batch steps in
+one compiled JAX call, tensors cross between JAX and PyTorch through DLPack, the step's
+``("next", "observation")`` is the true next observation (the final one where an episode ends:
+rollax runs with autoreset disabled and TorchRL resets), ``done``/``terminated``/``truncated``
+are kept apart, and a partial reset through ``"_reset"`` resets only the masked environments,
+each with fresh randomness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torchrl.data import Bounded, Categorical, Composite, Unbounded
+from torchrl.envs import EnvBase
+
+from rollax import spaces as rspaces
+from rollax.envs import Environment, VecEnv, make
+
+__all__ = ["RollaxEnv"]
+
+
+def _to_torch(x: jax.Array, device: torch.device) -> torch.Tensor:
+    """A JAX array as a tensor, zero-copy through DLPack when on the same device."""
+    return torch.from_dlpack(x).to(device)
+
+
+def _to_jax(x: torch.Tensor) -> jax.Array:
+    return jnp.from_dlpack(x.detach().contiguous().cpu())
+
+
+class RollaxEnv(EnvBase):
+    """A rollax batch behind TorchRL's ``EnvBase``.
+
+    Args:
+        env: A registered id (``"CartPole-v1"``), a ``rollax.Environment`` or a ``VecEnv``.
+        num_envs: Environments in the batch (the env's ``batch_size``).
+        device: Where tensors are returned (JAX computes on its own default device).
+        seed: Seeds the batch's key chain (``set_seed`` does the same later).
+        **make_options: Environment options, as for ``rollax.make`` (with an id only).
+    """
+
+    def __init__(
+        self,
+        env: str | Environment | VecEnv,
+        num_envs: int,
+        device: str | torch.device = "cpu",
+        seed: int = 0,
+        **make_options: Any,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}.")
+        super().__init__(device=device, batch_size=torch.Size([num_envs]))
+        if isinstance(env, str):
+            self._vec = make(env, num_envs=num_envs, autoreset_mode="disabled", **make_options)
+        else:
+            if make_options:
+                raise TypeError(f"options {sorted(make_options)} apply only when env is an id.")
+            core = env.env if isinstance(env, VecEnv) else env
+            env_id = env.env_id if isinstance(env, VecEnv) else None
+            self._vec = VecEnv(core, num_envs, "disabled", None, env_id)
+        self._params = jax.tree.map(jnp.asarray, self._vec.default_params)
+        self._reset_all = jax.jit(self._vec.reset)
+        self._reset_where = jax.jit(self._vec.reset_where)
+        self._step_jit = jax.jit(self._step_outputs)
+        self._state: Any = None
+        self._key = jax.random.key(seed)
+        self._make_specs(num_envs)
+
+    def _make_specs(self, n: int) -> None:
+        obs_space, act_space = self._vec.observation_space, self._vec.action_space
+        obs_shape = (n, *obs_space.shape)
+        low = torch.as_tensor(np.broadcast_to(obs_space.low, obs_space.shape).copy())
+        high = torch.as_tensor(np.broadcast_to(obs_space.high, obs_space.shape).copy())
+        if np.all(np.isfinite(obs_space.low)) and np.all(np.isfinite(obs_space.high)):
+            observation = Bounded(
+                low.expand(obs_shape), high.expand(obs_shape), obs_shape, dtype=torch.float32
+            )
+        else:
+            observation = Unbounded(obs_shape, dtype=torch.float32)
+        self.observation_spec = Composite(observation=observation, shape=(n,))
+        if isinstance(act_space, rspaces.Discrete):
+            self.action_spec = Categorical(int(act_space.n), shape=(n,), dtype=torch.int64)
+        else:
+            shape = (n, *act_space.shape)
+            self.action_spec = Bounded(
+                torch.as_tensor(np.array(act_space.low)).expand(shape),
+                torch.as_tensor(np.array(act_space.high)).expand(shape),
+                shape,
+                dtype=torch.float32,
+            )
+        self.reward_spec = Unbounded((n, 1), dtype=torch.float32)
+        flag = Categorical(2, shape=(n, 1), dtype=torch.bool)
+        self.done_spec = Composite(
+            done=flag.clone(), terminated=flag.clone(), truncated=flag.clone(), shape=(n,)
+        )
+
+    def _step_outputs(self, state: Any, action: jax.Array, params: Any) -> tuple:
+        state, ts = self._vec.step(state, action, params)
+        return state, (ts.obs, ts.reward, ts.terminated, ts.truncated)
+
+    def _flags(self, terminated: jax.Array, truncated: jax.Array) -> dict[str, torch.Tensor]:
+        term = _to_torch(terminated, self.device).reshape(-1, 1)
+        trunc = _to_torch(truncated, self.device).reshape(-1, 1)
+        return {"done": term | trunc, "terminated": term, "truncated": trunc}
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        n = self.batch_size[0]
+        mask = None
+        if tensordict is not None and "_reset" in tensordict.keys():
+            mask = tensordict.get("_reset").reshape(n)
+        if self._state is None or mask is None or bool(mask.all()):
+            self._key, key = jax.random.split(self._key)
+            self._state, ts = self._reset_all(key, self._params)
+        else:
+            self._state, ts = self._reset_where(self._state, _to_jax(mask.bool()), self._params)
+        zeros = jnp.zeros(n, jnp.bool_)
+        return TensorDict(
+            {"observation": _to_torch(ts.obs, self.device), **self._flags(zeros, zeros)},
+            batch_size=self.batch_size,
+            device=self.device,
+        )
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action = tensordict.get("action")
+        if isinstance(self._vec.action_space, rspaces.Discrete):
+            action = action.to(torch.int32)
+        self._state, (obs, reward, terminated, truncated) = self._step_jit(
+            self._state, _to_jax(action), self._params
+        )
+        return TensorDict(
+            {
+                "observation": _to_torch(obs, self.device),
+                "reward": _to_torch(reward, self.device).reshape(-1, 1),
+                **self._flags(terminated, truncated),
+            },
+            batch_size=self.batch_size,
+            device=self.device,
+        )
+
+    def _set_seed(self, seed: int | None) -> None:
+        self._key = jax.random.key(0 if seed is None else int(seed))
