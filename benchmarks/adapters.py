@@ -8,6 +8,12 @@ with the same table of random numpy actions; each timed run is ``--steps`` calls
 ``--repeats``. rollax runs in its default NEXT_STEP mode and in SAME_STEP (which also builds
 ``info["final_obs"]``).
 
+Then TorchRL: rollax's ``RollaxEnv`` against TorchRL's ``GymWrapper`` over Gymnasium's
+``SyncVectorEnv`` of CartPole in DISABLED mode (the fastest Gymnasium vector env TorchRL's
+wrapper accepts: it rejects the numpy ``vector_entry_point`` CartPole, which has no
+``autoreset_mode`` attribute), each timed as ``env.rollout(--torchrl-steps,
+break_when_any_done=False)`` with TorchRL's random policy.
+
 The last line printed is one JSON object with every figure.
 """
 
@@ -63,11 +69,35 @@ def gymnax_wrapper(num_envs: int) -> Any:
     return GymnaxToVectorGymWrapper(env, num_envs=num_envs, params=params, seed=0)
 
 
+def torchrl_envs(num_envs: int) -> dict[str, Any]:
+    """rollax's TorchRL adapter and TorchRL's GymWrapper over SyncVectorEnv (DISABLED)."""
+    import warnings
+
+    import gymnasium
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    with warnings.catch_warnings():  # TorchRL's own deprecations, raised while it imports
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from torchrl.envs import GymWrapper
+
+        from rollax.adapters.torchrl import RollaxEnv
+
+    sync = SyncVectorEnv(
+        [lambda: gymnasium.make("CartPole-v1") for _ in range(num_envs)],
+        autoreset_mode=AutoresetMode.DISABLED,
+    )
+    return {
+        "rollax_torchrl": RollaxEnv("CartPole-v1", num_envs),
+        "torchrl_gym_sync": GymWrapper(sync),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 4096])
     parser.add_argument("--steps", type=int, default=200, help="step calls per timed run")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--torchrl-steps", type=int, default=50, help="steps per TorchRL rollout")
     args = parser.parse_args()
 
     import jax.numpy as jnp
@@ -94,7 +124,23 @@ def main() -> None:
             print(f"  {name:18s} {row[name]:>14,.0f}")
         print(f"  rollax/gymnasium numpy {row['ratio_vs_gymnasium_numpy']:.2f}x, "
               f"rollax/gymnax wrapper {row['ratio_vs_gymnax_wrapper']:.2f}x")  # fmt: skip
-    print(json.dumps({"benchmark": "adapters", "args": vars(args), "results": results}))
+    torchrl_results: dict[str, dict[str, float]] = {}
+    for n in args.sizes:
+        row = {}
+        for name, env in torchrl_envs(n).items():
+            seconds = _timed(
+                lambda env=env: env.rollout(args.torchrl_steps, break_when_any_done=False),
+                args.repeats,
+            )
+            row[name] = args.torchrl_steps * n / seconds
+        row["ratio_vs_torchrl_gym_sync"] = row["rollax_torchrl"] / row["torchrl_gym_sync"]
+        torchrl_results[f"CartPole-v1/{n}"] = row
+        print(f"CartPole-v1 num_envs={n} (steps/s through TorchRL rollouts)")
+        print(f"  rollax_torchrl     {row['rollax_torchrl']:>14,.0f}")
+        print(f"  torchrl_gym_sync   {row['torchrl_gym_sync']:>14,.0f}")
+        print(f"  rollax/TorchRL GymWrapper {row['ratio_vs_torchrl_gym_sync']:.2f}x")
+    report = {"benchmark": "adapters", "args": vars(args), "results": results}
+    print(json.dumps({**report, "torchrl_results": torchrl_results}))
 
 
 if __name__ == "__main__":

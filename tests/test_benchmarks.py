@@ -39,6 +39,8 @@ def test_benchmark_ends_with_json(script, keys):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     rows = [row for name, row in report["results"].items() if name.endswith("8")]
     assert rows and all(keys <= set(row) for row in rows)
+    if script == "adapters.py":
+        assert set(report["torchrl_results"]["CartPole-v1/8"]) >= {"rollax_torchrl"}
 
 
 @pytest.mark.slow
