@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import rollax
 from rollax.agents.ppo import PPOConfig, make_trainer
+from rollax.networks import ActorCritic
 
 SMALL = PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_epochs=2, num_minibatches=2)
 
@@ -129,3 +131,22 @@ def test_budget_and_config_errors_come_before_compiling():
         make_trainer(SMALL, "CartPol-v1")
     with pytest.raises(ValueError, match="needs same-step autoreset"):
         make_trainer(SMALL, rollax.make("CartPole-v1", num_envs=4, autoreset_mode="next_step"))
+
+
+def test_rollout_bootstraps_every_step_from_the_value_of_its_true_successor():
+    # Pendulum only truncates; with a 10-step limit a 16-step rollout crosses episode ends.
+    trainer = make_trainer(SMALL, "Pendulum-v1")
+    start = trainer.init(jax.random.key(2))
+    start = start.replace(env_params=start.env_params.replace(max_episode_steps=10))
+    _, rollout = trainer.collect(start)
+    # Replay the same actions from the same environment state to get every final_obs.
+    env_state, finals, ended = start.env_state, [], []
+    for action in rollout.action:
+        env_state, ts = trainer.env.step(env_state, action, start.env_params)
+        finals.append(ts.final_obs)
+        ended.append(ts.truncated)
+    network = ActorCritic.for_space(trainer.env.action_space, SMALL.hidden_sizes, "tanh")
+    params = jax.tree.map(lambda x: x[0], start.params)
+    expected = network.apply(params, jnp.stack(finals))[2]
+    assert bool(jnp.stack(ended).any())  # truncations happened inside the rollout
+    np.testing.assert_allclose(rollout.next_value, expected, rtol=1e-5, atol=1e-5)

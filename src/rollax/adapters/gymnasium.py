@@ -75,6 +75,17 @@ def _seed_to_key(seed: int | list[int | None] | None) -> jax.Array:
     raise TypeError(f"seed must be an int, a list of ints or None, got {seed!r}.")
 
 
+def _cast_action(action: Any, dtype: np.dtype) -> np.ndarray:
+    """Actions as numpy in the space's dtype (int64 -> int32, float64 -> float32).
+
+    Other dtypes pass through to rollax's own check, which names what is valid.
+    """
+    action = np.asarray(action)
+    if action.dtype != dtype and np.can_cast(action.dtype, dtype, "same_kind"):
+        action = action.astype(dtype)
+    return action
+
+
 def _environment(env: str | Environment | VecEnv) -> tuple[Environment, str | None]:
     if isinstance(env, VecEnv):
         return env.env, env.env_id
@@ -223,11 +234,7 @@ class RollaxVectorEnv(VectorEnv):
                 f"environments {np.flatnonzero(self._ended).tolist()} ended and autoreset is "
                 f"disabled: reset them with reset(options={{'reset_mask': mask}}) first."
             )
-        actions = np.asarray(actions)
-        if actions.dtype != self._action_dtype and np.can_cast(
-            actions.dtype, self._action_dtype, "same_kind"
-        ):
-            actions = actions.astype(self._action_dtype)
+        actions = _cast_action(actions, self._action_dtype)
         self._state, outputs = self._step(self._state, actions, self._params)
         obs, reward, terminated, truncated = (np.asarray(x) for x in outputs[:4])
         reward = reward.astype(np.float64)  # as SyncVectorEnv returns rewards
@@ -335,10 +342,7 @@ class RollaxEnv(gymnasium.Env):
         """One transition; ``(obs, reward, terminated, truncated, info)``."""
         if self._state is None:
             raise ValueError("step() before reset(): call reset() first.")
-        action = np.asarray(action)
-        dtype = np.dtype(self._vec.action_space.dtype)
-        if action.dtype != dtype and np.can_cast(action.dtype, dtype, "same_kind"):
-            action = action.astype(dtype)
+        action = _cast_action(action, np.dtype(self._vec.action_space.dtype))
         self._state, ts = self._step(self._state, jnp.asarray(action), self._params)
         return (
             np.asarray(ts.obs),

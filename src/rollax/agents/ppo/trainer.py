@@ -25,7 +25,7 @@ from rollax.networks import ActorCritic, action_distribution
 from rollax.ops import RunningStats, gae, normalize, running_stats, update_running_stats
 from rollax.types import PRNGKey
 
-__all__ = ["PPOHyperParams", "PPOState", "Trainer", "make_trainer"]
+__all__ = ["PPOHyperParams", "PPOState", "Rollout", "Trainer", "make_trainer"]
 
 
 @pytree_dataclass
@@ -94,6 +94,8 @@ class Trainer(NamedTuple):
             per seed (a multiple of ``num_envs * num_steps``).
         evaluate: ``(state, key, num_episodes, deterministic) -> returns``: float32
             ``(num_seeds, num_episodes)`` returns of whole episodes with the current policy.
+        collect: ``state -> (state, rollout)``: one rollout without an update, a
+            :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)``.
         act: ``(state, obs, key, deterministic) -> actions`` of every seed's policy for
             observations ``(num_seeds, B, *obs_shape)``.
         warmup: ``(evaluations=()) -> None``: compile ``init``, ``run`` and ``evaluate`` (for
@@ -106,6 +108,7 @@ class Trainer(NamedTuple):
     init: Any
     run: Any
     evaluate: Any
+    collect: Any
     act: Any
     warmup: Any
     config: PPOConfig
@@ -152,7 +155,7 @@ def _compiler_options(cpu_level: int) -> dict[str, Any] | None:
     return {"xla_backend_optimization_level": cpu_level}
 
 
-class _Rollout(NamedTuple):
+class Rollout(NamedTuple):
     """One rollout step of every environment (leaves ``(N, ...)``, stacked to ``(T, N, ...)``).
 
     ``next_value`` is the value of the transition's true successor: the value of the next
@@ -274,7 +277,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
 
         return flat(jax.vmap(one_seed)(state.params, state.obs_stats, per_seed(obs)))
 
-    def rollout(state: PPOState) -> tuple[PPOState, _Rollout]:
+    def rollout(state: PPOState) -> tuple[PPOState, Rollout]:
         def step(carry: tuple, _: None) -> tuple:
             env_state, obs, keys = carry
             keys, action_keys = jax.vmap(jax.random.split, out_axes=1)(keys)
@@ -290,7 +293,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
                 lambda: values(state, ts.final_obs),
                 lambda: jnp.zeros(seeds * n, jnp.float32),
             )
-            record = _Rollout(
+            record = Rollout(
                 obs=obs,
                 action=flat(action),
                 log_prob=flat(log_prob),
@@ -340,7 +343,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         stats: RunningStats,
         hp: PPOHyperParams,
         key: PRNGKey,
-        data: _Rollout,
+        data: Rollout,
         updates: jax.Array,
     ) -> tuple:
         """One seed's PPO update on its rollout (leaves ``(T, N, ...)``)."""
@@ -571,6 +574,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         init=fast_init,
         run=run,
         evaluate=evaluate,
+        collect=jax.jit(rollout),
         act=act,
         warmup=warmup,
         config=config,
