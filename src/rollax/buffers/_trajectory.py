@@ -1,0 +1,450 @@
+"""Transition and sequence replay over one ring of steps per environment.
+
+Storage is ``(num_envs, steps_per_env, ...)`` per leaf with ``steps_per_env = capacity //
+num_envs``; all environments write in lockstep at one ``head``. A sequence is ``L``
+consecutive steps of one environment, starting at an absolute step that is a multiple of
+``period``. A start is valid when its ``L`` steps are all stored, that is when the sequence
+lies between the oldest step and the newest one: no sequence ever crosses the write head.
+
+Uniform sampling over episode-crossing sequences is computed arithmetically from the head.
+Prioritized sampling, and sampling restricted to sequences inside one episode, keep a sum
+tree with one leaf per start point (``num_envs * steps_per_env / period`` leaves); a start's
+weight is zero until its last step is written and again from the moment its first step is
+overwritten.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+
+from rollax._struct import pytree_dataclass
+from rollax.buffers import _sum_tree
+from rollax.buffers._common import (
+    BufferSample,
+    check_item,
+    check_positive_int,
+    done_of,
+    example_spec,
+    has_flags,
+    multiples_near,
+)
+from rollax.types import PRNGKey, PyTree
+
+EpisodeMode = Literal["cross", "within", "mask"]
+_EPISODE_MODES = ("cross", "within", "mask")
+
+
+@pytree_dataclass
+class BufferState:
+    """State of a :class:`SequenceBuffer` or :class:`TransitionBuffer`.
+
+    Attributes:
+        data: The stored items, each leaf ``(num_envs, steps_per_env, *leaf_shape)``.
+        head: int32 ``()``: the slot the next step is written to.
+        steps: int32 ``()``: steps written per environment since ``init``.
+        episode_step: int32 ``(num_envs, steps_per_env)``: each stored step's index inside
+            its episode (``episodes="within"`` only, else ``None``).
+        next_episode_step: int32 ``(num_envs,)``: the episode index of the next step added
+            (``episodes="within"`` only, else ``None``).
+        tree: float32 sum tree over start points (prioritized or ``episodes="within"``,
+            else ``None``): ``priority ** priority_exponent`` for valid starts, zero
+            otherwise.
+        max_priority: float32 ``()``: the largest priority seen; new starts get it
+            (prioritized only, else ``None``).
+    """
+
+    data: PyTree
+    head: jax.Array
+    steps: jax.Array
+    episode_step: jax.Array | None
+    next_episode_step: jax.Array | None
+    tree: jax.Array | None
+    max_priority: jax.Array | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceBuffer:
+    """Replay of sequences of consecutive steps from ``num_envs`` environments.
+
+    Every method is a pure function of its arguments: ``jit`` them, ``vmap`` them over
+    independent buffers, call them inside ``lax.scan``. ``add`` writes in place when its
+    state argument is donated::
+
+        buffer = SequenceBuffer(capacity=100_000 * 40, num_envs=100, sequence_length=40)
+        state = buffer.init(example_item)           # one step of one environment
+        add = jax.jit(buffer.add, donate_argnums=0)  # no copy of the storage per call
+        sample = jax.jit(buffer.sample, static_argnames="batch_size")
+        state = add(state, batch)                   # leaves (100, ...) or (100, n, ...)
+        batch = sample(state, key, batch_size=64)   # leaves (64, 40, ...)
+
+    Inside a jitted training loop that carries the state, XLA updates it in place.
+    """
+
+    capacity: int
+    """Steps (transitions) stored in all, over all environments; a multiple of ``num_envs``."""
+    num_envs: int
+    """Environments adding a step each per ``add`` (the leading axis of every added leaf)."""
+    sequence_length: int = 1
+    """Steps per sampled sequence, at most ``capacity // num_envs``."""
+    period: int = 1
+    """Stride between possible start points in the time axis; it must divide
+    ``capacity // num_envs``. ``period == sequence_length`` samples non-overlapping
+    sequences."""
+    episodes: EpisodeMode = "cross"
+    """``"cross"``: sequences may span episodes (``terminated``/``truncated`` inside tell
+    where one ends); ``"within"``: only sequences inside one episode (a step ending an
+    episode may be the last one); ``"mask"``: any start, with ``mask`` False and data zeroed
+    after the first episode end. The last two need items with ``terminated`` and
+    ``truncated`` entries."""
+    prioritized: bool = False
+    """Sample in proportion to ``priority ** priority_exponent`` (sum tree); new data gets
+    the largest priority seen so far. Set priorities with ``update_priorities``."""
+    priority_exponent: float = 0.6
+    """The exponent alpha applied to priorities (0 is uniform)."""
+    priority_epsilon: float = 1e-6
+    """Added to every priority so that no valid sample has probability zero."""
+
+    def __post_init__(self) -> None:
+        capacity = check_positive_int("capacity", self.capacity)
+        num_envs = check_positive_int("num_envs", self.num_envs)
+        length = check_positive_int("sequence_length", self.sequence_length)
+        period = check_positive_int("period", self.period)
+        if capacity % num_envs:
+            raise ValueError(
+                f"capacity={capacity:,} is not a multiple of num_envs={num_envs}: each "
+                f"environment gets capacity // num_envs steps; use capacity="
+                f"{multiples_near(capacity, num_envs)}"
+            )
+        per_env = capacity // num_envs
+        if length > per_env:
+            raise ValueError(
+                f"sequence_length={length} is longer than the {per_env:,} steps stored per "
+                f"environment (capacity={capacity:,} // num_envs={num_envs}); use "
+                f"capacity >= {length * num_envs:,} or sequence_length <= {per_env}"
+            )
+        if per_env % period:
+            raise ValueError(
+                f"period={period} does not tile the {per_env:,} steps stored per environment "
+                f"(capacity // num_envs); use a capacity that is a multiple of num_envs * "
+                f"period = {num_envs * period:,} (e.g. "
+                f"{multiples_near(capacity, num_envs * period)}) or a period dividing {per_env:,}"
+            )
+        if self.episodes not in _EPISODE_MODES:
+            raise ValueError(f"episodes must be one of {_EPISODE_MODES}, got {self.episodes!r}")
+        if not isinstance(self.prioritized, bool):
+            raise TypeError(f"prioritized must be a bool, got {self.prioritized!r}")
+        if not self.priority_exponent >= 0:
+            raise ValueError(f"priority_exponent must be >= 0, got {self.priority_exponent}")
+        if not self.priority_epsilon > 0:
+            raise ValueError(f"priority_epsilon must be > 0, got {self.priority_epsilon}")
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def steps_per_env(self) -> int:
+        """Steps kept per environment: ``capacity // num_envs``."""
+        return self.capacity // self.num_envs
+
+    @property
+    def starts_per_env(self) -> int:
+        """Possible start points per environment: ``steps_per_env // period``."""
+        return self.steps_per_env // self.period
+
+    @property
+    def _uses_tree(self) -> bool:
+        return self.prioritized or self.episodes == "within"
+
+    # ------------------------------------------------------------------ API
+    def init(self, example_item: PyTree) -> BufferState:
+        """An empty buffer for items shaped like ``example_item`` (one step of one env).
+
+        The example's values are ignored; its structure, shapes and dtypes are kept. Storage
+        is allocated once, zero-filled: ``capacity * bytes_per_item`` bytes, plus the
+        bookkeeping described in :class:`BufferState`.
+        """
+        spec = example_spec(example_item)
+        if self.episodes != "cross" and not has_flags(example_item):
+            raise ValueError(
+                f"episodes={self.episodes!r} needs items with 'terminated' and 'truncated' "
+                f"entries (a rollax.buffers.Transition, a dataclass or a dict), got "
+                f"{type(example_item).__name__}; use episodes='cross' for other items"
+            )
+        shape = (self.num_envs, self.steps_per_env)
+        data = jax.tree.map(lambda s: jnp.zeros(shape + s.shape, s.dtype), spec)
+        within = self.episodes == "within"
+        return BufferState(
+            data=data,
+            head=jnp.zeros((), jnp.int32),
+            steps=jnp.zeros((), jnp.int32),
+            episode_step=jnp.zeros(shape, jnp.int32) if within else None,
+            next_episode_step=jnp.zeros((self.num_envs,), jnp.int32) if within else None,
+            tree=_sum_tree.init(self.num_envs * self.starts_per_env) if self._uses_tree else None,
+            max_priority=jnp.ones((), jnp.float32) if self.prioritized else None,
+        )
+
+    def add(self, state: BufferState, item: PyTree) -> BufferState:
+        """Append one step, leaves ``(num_envs, ...)``, or ``n`` steps, ``(num_envs, n, ...)``.
+
+        The oldest steps are overwritten once the buffer is full. ``n`` may be at most
+        ``steps_per_env``.
+        """
+        spec = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[2:], x.dtype), state.data)
+        item, lead = check_item(item, spec, ((self.num_envs,), (self.num_envs, None)))
+        if len(lead) == 1:
+            item = jax.tree.map(lambda x: x[:, None], item)
+        n = jax.tree.leaves(item)[0].shape[1]
+        most = self.steps_per_env - (self.sequence_length - 1 if self._uses_tree else 0)
+        if n > most:
+            raise ValueError(
+                f"item adds {n} steps per environment at once; this buffer takes at most "
+                f"{most} per add (steps_per_env={self.steps_per_env}"
+                + (" - sequence_length + 1)" if self._uses_tree else ")")
+                + "; split the chunk"
+            )
+        slots = (state.head + jnp.arange(n, dtype=jnp.int32)) % self.steps_per_env
+        if n == 1:
+            data = jax.tree.map(
+                lambda d, x: jax.lax.dynamic_update_slice_in_dim(d, x, state.head, axis=1),
+                state.data,
+                item,
+            )
+        else:
+            data = jax.tree.map(lambda d, x: d.at[:, slots].set(x), state.data, item)
+        new = state.replace(
+            data=data,
+            head=(state.head + n) % self.steps_per_env,
+            steps=state.steps + n,
+        )
+        if self.episodes == "within":
+            done = done_of(item)  # (E, n)
+            first = state.next_episode_step[:, None]
+            # Episode index of each added step: counts since the last done before it.
+            idx = _steps_since_reset(first, done)
+            new = new.replace(
+                episode_step=new.episode_step.at[:, slots].set(idx),
+                next_episode_step=jnp.where(done[:, -1], 0, idx[:, -1] + 1),
+            )
+        if self._uses_tree:
+            new = new.replace(tree=self._update_starts(new, state.steps, n, slots))
+        return new
+
+    def sample(self, state: BufferState, key: PRNGKey, batch_size: int, beta: float = 0.4):
+        """Draw ``batch_size`` sequences (a :class:`BufferSample`).
+
+        Uniform over the valid start points, or in proportion to their priorities. Call only
+        when ``can_sample(state)``; an empty buffer returns zeros. ``beta`` sets the
+        importance weights of prioritized sampling.
+        """
+        batch_size = check_positive_int("batch_size", batch_size)
+        if self._uses_tree:
+            total = _sum_tree.total(state.tree)
+            u = jax.random.uniform(key, (batch_size,), jnp.float32) * total
+            index = _sum_tree.find(state.tree, u)
+            probability = _sum_tree.leaves(state.tree, index) / jnp.maximum(total, 1e-30)
+            env = index // self.starts_per_env
+            start = (index % self.starts_per_env) * self.period
+        else:
+            first, count = self._uniform_starts(state)
+            k = jax.random.randint(key, (batch_size,), 0, jnp.maximum(count * self.num_envs, 1))
+            env = k // jnp.maximum(count, 1)
+            start = (first + (k % jnp.maximum(count, 1)) * self.period) % self.steps_per_env
+            index = env * self.starts_per_env + start // self.period
+            probability = jnp.full((batch_size,), 1.0, jnp.float32) / jnp.maximum(
+                count * self.num_envs, 1
+            )
+        time = (start[:, None] + jnp.arange(self.sequence_length)) % self.steps_per_env
+        item = jax.tree.map(lambda d: d[env[:, None], time], state.data)
+        if self.episodes == "mask":
+            done = done_of(item)
+            ended_before = jnp.cumsum(done, axis=1) - done
+            mask = ended_before == 0
+            item = jax.tree.map(
+                lambda x: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 2)), x, 0), item
+            )
+        else:
+            mask = jnp.ones((batch_size, self.sequence_length), bool)
+        if self.prioritized:
+            weight = jnp.maximum(probability, 1e-30) ** -jnp.asarray(beta, jnp.float32)
+            weight = weight / jnp.max(weight)
+        else:
+            weight = jnp.ones((batch_size,), jnp.float32)
+        return BufferSample(
+            item=item,
+            mask=mask,
+            index=index.astype(jnp.int32),
+            probability=probability.astype(jnp.float32),
+            weight=weight.astype(jnp.float32),
+        )
+
+    def can_sample(self, state: BufferState) -> jax.Array:
+        """Whether at least one valid sequence is stored: bool ``()``."""
+        if self._uses_tree:
+            return _sum_tree.total(state.tree) > 0
+        return self._uniform_starts(state)[1] > 0
+
+    def size(self, state: BufferState) -> jax.Array:
+        """int32 ``()``: steps stored, over all environments (at most ``capacity``)."""
+        return jnp.minimum(state.steps, self.steps_per_env) * self.num_envs
+
+    def update_priorities(
+        self, state: BufferState, index: jax.Array, priority: jax.Array
+    ) -> BufferState:
+        """Set the priorities of the samples at ``index`` (``BufferSample.index``).
+
+        ``priority`` is float ``(n,)``, non-negative (e.g. absolute TD errors). Samples whose
+        start has been overwritten since they were drawn are left alone.
+        """
+        if not self.prioritized:
+            raise ValueError(
+                "update_priorities needs a buffer built with prioritized=True; this one samples "
+                "uniformly"
+            )
+        index = jnp.asarray(index, jnp.int32)
+        priority = jnp.asarray(priority, jnp.float32)
+        if index.shape != priority.shape or index.ndim != 1:
+            raise ValueError(
+                f"index and priority must both have shape (n,), got {index.shape} and "
+                f"{priority.shape}"
+            )
+        current = _sum_tree.leaves(state.tree, index)
+        weight = (priority + self.priority_epsilon) ** self.priority_exponent
+        tree = _sum_tree.set_leaves(state.tree, index, jnp.where(current > 0, weight, 0.0))
+        return state.replace(
+            tree=tree, max_priority=jnp.maximum(state.max_priority, jnp.max(priority))
+        )
+
+    # ------------------------------------------------------------------ internals
+    def _uniform_starts(self, state: BufferState) -> tuple[jax.Array, jax.Array]:
+        """First valid start (absolute step) and the number of valid starts per env."""
+        stored = jnp.minimum(state.steps, self.steps_per_env)
+        oldest = state.steps - stored
+        first = -(-oldest // self.period) * self.period
+        last = state.steps - self.sequence_length
+        count = jnp.where(last >= first, (last - first) // self.period + 1, 0)
+        return first, count
+
+    def _update_starts(
+        self, state: BufferState, old_steps: jax.Array, n: int, slots: jax.Array
+    ) -> jax.Array:
+        """The tree after writing ``n`` steps at absolute times ``old_steps + [0, n)``.
+
+        Writing absolute step ``a`` invalidates the start at ``a`` (its old first step is
+        gone) and validates the start at ``a - L + 1`` (its last step has arrived), if
+        those are start points (multiples of ``period``).
+        """
+        per_env, period, length = self.steps_per_env, self.period, self.sequence_length
+        envs = jnp.arange(self.num_envs, dtype=jnp.int32)[:, None]
+        absolute = old_steps + jnp.arange(n, dtype=jnp.int32)  # (n,)
+        tree = state.tree
+
+        def leaf(t: jax.Array) -> jax.Array:
+            return (envs * self.starts_per_env + (t % per_env) // period).reshape(-1)
+
+        gone = jnp.broadcast_to((absolute % period) == 0, (self.num_envs, n)).reshape(-1)
+        idx = leaf(slots[None, :])
+        tree = _sum_tree.set_leaves(tree, idx, jnp.zeros(idx.shape, jnp.float32), gone)
+        begin = absolute - (length - 1)
+        ok = (begin >= 0) & (begin % period == 0)
+        ok = jnp.broadcast_to(ok, (self.num_envs, n))
+        if self.episodes == "within":
+            ok = ok & (state.episode_step[:, slots] >= length - 1)
+        weight = (
+            (state.max_priority + self.priority_epsilon) ** self.priority_exponent
+            if self.prioritized
+            else jnp.float32(1.0)
+        )
+        idx = leaf(jnp.maximum(begin, 0)[None, :])
+        return _sum_tree.set_leaves(tree, idx, jnp.full(idx.shape, weight), ok.reshape(-1))
+
+
+def _steps_since_reset(first: jax.Array, done: jax.Array) -> jax.Array:
+    """Episode index of each of ``n`` consecutive steps.
+
+    Args:
+        first: int32 ``(E, 1)``: index of the first step.
+        done: bool ``(E, n)``: whether each step ended its episode.
+
+    Returns:
+        int32 ``(E, n)``.
+    """
+    n = done.shape[1]
+    t = jnp.arange(n, dtype=jnp.int32)[None, :]
+    # The step after the last done before t starts a new episode at index 0.
+    restart = jnp.where(done, t + 1, 0)
+    last_restart = jax.lax.cummax(restart, axis=1)
+    last_restart = jnp.concatenate([jnp.zeros_like(last_restart[:, :1]), last_restart[:, :-1]], 1)
+    return jnp.where(last_restart > 0, t - last_restart, first + t).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class TransitionBuffer:
+    """Replay of single transitions from ``num_envs`` environments.
+
+    Store :class:`Transition` items (``next_obs`` is the true successor, the ``final_obs``
+    at an episode end) or any pytree. ``sample`` returns leaves ``(batch_size, ...)``. The
+    same pure functions and in-place ``add`` as :class:`SequenceBuffer`::
+
+        buffer = TransitionBuffer(capacity=1_000_000, num_envs=256)
+        state = buffer.init(Transition.from_step(obs[0], action[0], timestep_of_one_env))
+        add = jax.jit(buffer.add, donate_argnums=0)
+        state = add(state, Transition.from_step(obs, action, timestep))  # leaves (256, ...)
+    """
+
+    capacity: int
+    """Transitions stored in all, over all environments; a multiple of ``num_envs``."""
+    num_envs: int
+    """Environments adding a transition each per ``add``."""
+    prioritized: bool = False
+    """Sample in proportion to ``priority ** priority_exponent`` (sum tree)."""
+    priority_exponent: float = 0.6
+    """The exponent alpha applied to priorities (0 is uniform)."""
+    priority_epsilon: float = 1e-6
+    """Added to every priority so that no stored transition has probability zero."""
+
+    def __post_init__(self) -> None:
+        self._sequences  # noqa: B018  (validates the arguments)
+
+    @property
+    def _sequences(self) -> SequenceBuffer:
+        return SequenceBuffer(
+            capacity=self.capacity,
+            num_envs=self.num_envs,
+            prioritized=self.prioritized,
+            priority_exponent=self.priority_exponent,
+            priority_epsilon=self.priority_epsilon,
+        )
+
+    def init(self, example_item: PyTree) -> BufferState:
+        """An empty buffer for items shaped like ``example_item`` (one step of one env)."""
+        return self._sequences.init(example_item)
+
+    def add(self, state: BufferState, item: PyTree) -> BufferState:
+        """Append one step, leaves ``(num_envs, ...)``, or ``n``, ``(num_envs, n, ...)``."""
+        return self._sequences.add(state, item)
+
+    def sample(
+        self, state: BufferState, key: PRNGKey, batch_size: int, beta: float = 0.4
+    ) -> BufferSample:
+        """Draw ``batch_size`` transitions: item leaves ``(batch_size, ...)``."""
+        out = self._sequences.sample(state, key, batch_size, beta)
+        return out.replace(item=jax.tree.map(lambda x: x[:, 0], out.item), mask=out.mask[:, 0])
+
+    def can_sample(self, state: BufferState) -> jax.Array:
+        """Whether at least one transition is stored: bool ``()``."""
+        return self._sequences.can_sample(state)
+
+    def size(self, state: BufferState) -> jax.Array:
+        """int32 ``()``: transitions stored (at most ``capacity``)."""
+        return self._sequences.size(state)
+
+    def update_priorities(
+        self, state: BufferState, index: jax.Array, priority: jax.Array
+    ) -> BufferState:
+        """Set the priorities of the transitions at ``index`` (``BufferSample.index``)."""
+        return self._sequences.update_priorities(state, index, priority)
+
+
+__all__ = ["BufferState", "SequenceBuffer", "TransitionBuffer"]
