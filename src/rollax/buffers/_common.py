@@ -150,8 +150,8 @@ def check_item(
         for path, shape, s in zip(paths, shapes, spec_leaves, strict=True):
             if not any(_fits(shape, (*p, *s.shape)) for p in patterns):
                 raise ValueError(
-                    f"{name}{path} has shape {shape}; expected {wanted} + {s.shape} (the "
-                    "example item's shape)"
+                    f"{name}{path} has shape {shape}; expected leading axes {wanted} followed by "
+                    f"the example item's shape {s.shape}"
                 )
         raise ValueError(f"the leaves of {name} disagree on their leading axes; expected {wanted}")
     cast = []
@@ -167,8 +167,8 @@ def check_item(
 
 
 def _pattern_str(pattern: tuple[int | None, ...]) -> str:
-    names = ("num_steps" if p is None else str(p) for p in pattern)
-    return "(" + ", ".join(names) + ")"
+    names = ["num_steps" if p is None else str(p) for p in pattern]
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
 
 
 def _fits(shape: tuple[int, ...], want: tuple[int | None, ...]) -> bool:

@@ -217,15 +217,19 @@ class EpisodeBuffer:
         slot = jax.random.choice(slot_key, self.num_slots, (batch_size,), p=p).astype(jnp.int32)
         length = state.length[slot]
         room = jnp.maximum(length - window, 0) + 1
-        start = jnp.floor(jax.random.uniform(start_key, (batch_size,)) * room).astype(jnp.int32)
+        start = jnp.floor(
+            jax.random.uniform(start_key, (batch_size,)) * room.astype(jnp.float32)
+        ).astype(jnp.int32)
         start = jnp.minimum(start, room - 1)
-        time = start[:, None] + jnp.arange(window, dtype=jnp.int32)
+        time = start[:, None] + jnp.arange(window, dtype=jnp.int32)[None, :]
         mask = time < length[:, None]
         time = jnp.minimum(time, self.max_length - 1)
 
         def gather(d: jax.Array) -> jax.Array:
             x = d[slot[:, None], time]
-            return jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 2)), x, 0)
+            return jnp.where(
+                mask.reshape(mask.shape + (1,) * (x.ndim - 2)), x, jnp.zeros((), x.dtype)
+            )
 
         return EpisodeSample(
             item=jax.tree.map(gather, state.data),

@@ -196,13 +196,10 @@ class SequenceBuffer:
         if len(lead) == 1:
             item = jax.tree.map(lambda x: x[:, None], item)
         n = jax.tree.leaves(item)[0].shape[1]
-        most = self.steps_per_env - (self.sequence_length - 1 if self._uses_tree else 0)
-        if n > most:
+        if n > self.steps_per_env:
             raise ValueError(
-                f"item adds {n} steps per environment at once; this buffer takes at most "
-                f"{most} per add (steps_per_env={self.steps_per_env}"
-                + (" - sequence_length + 1)" if self._uses_tree else ")")
-                + "; split the chunk"
+                f"item adds {n} steps per environment at once, more than the "
+                f"{self.steps_per_env} the buffer keeps (capacity // num_envs); split the chunk"
             )
         slots = (state.head + jnp.arange(n, dtype=jnp.int32)) % self.steps_per_env
         if n == 1:
@@ -252,17 +249,19 @@ class SequenceBuffer:
             env = k // jnp.maximum(count, 1)
             start = (first + (k % jnp.maximum(count, 1)) * self.period) % self.steps_per_env
             index = env * self.starts_per_env + start // self.period
-            probability = jnp.full((batch_size,), 1.0, jnp.float32) / jnp.maximum(
-                count * self.num_envs, 1
-            )
-        time = (start[:, None] + jnp.arange(self.sequence_length)) % self.steps_per_env
+            valid = jnp.maximum(count * self.num_envs, 1).astype(jnp.float32)
+            probability = jnp.full((batch_size,), 1.0, jnp.float32) / valid
+        time = (start[:, None] + jnp.arange(self.sequence_length)[None, :]) % self.steps_per_env
         item = jax.tree.map(lambda d: d[env[:, None], time], state.data)
         if self.episodes == "mask":
-            done = done_of(item)
+            done = done_of(item).astype(jnp.int32)
             ended_before = jnp.cumsum(done, axis=1) - done
             mask = ended_before == 0
             item = jax.tree.map(
-                lambda x: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 2)), x, 0), item
+                lambda x: jnp.where(
+                    mask.reshape(mask.shape + (1,) * (x.ndim - 2)), x, jnp.zeros((), x.dtype)
+                ),
+                item,
             )
         else:
             mask = jnp.ones((batch_size, self.sequence_length), bool)
@@ -347,7 +346,9 @@ class SequenceBuffer:
         idx = leaf(slots[None, :])
         tree = _sum_tree.set_leaves(tree, idx, jnp.zeros(idx.shape, jnp.float32), gone)
         begin = absolute - (length - 1)
-        ok = (begin >= 0) & (begin % period == 0)
+        # A start whose first step a later step of this chunk overwrites never becomes valid.
+        oldest = old_steps + n - per_env
+        ok = (begin >= 0) & (begin >= oldest) & (begin % period == 0)
         ok = jnp.broadcast_to(ok, (self.num_envs, n))
         if self.episodes == "within":
             ok = ok & (state.episode_step[:, slots] >= length - 1)
