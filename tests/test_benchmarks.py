@@ -58,3 +58,22 @@ def test_ppo_benchmark_ends_with_json():
     for name in ("rollax_1seed", "rejax_1seed", "rollax_1seed_warm_cache"):
         assert report[name][0]["compile_s"] > 0
     assert "ratios_rollax_over_rejax" in report["summary"]
+
+
+@pytest.mark.slow
+def test_buffers_benchmark_ends_with_json():
+    args = "--num-envs 8 --repeats 1 --quick --kinds image"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "buffers.py"), *args.split()],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    table = report["results"]["image"]
+    figures = {"add_per_call", "add_scan", "sample", "sample_sequence", "update_priorities"}
+    for lib in ("rollax", "flashbax"):
+        assert figures | {"prioritized_sample", "memory", "memory_no_donate"} <= set(table[lib])
+        assert table[lib]["memory"]["storage_bytes"] == table[lib]["storage_bytes"]
+    assert figures | {"memory", "memory_no_donate"} <= set(table["ratio"])
