@@ -404,3 +404,27 @@ def test_bad_items_and_calls_are_refused_before_compiling():
     episodes = EpisodeBuffer(capacity=80, num_envs=4, max_length=10)
     with pytest.raises(ValueError, match="window=11 is longer than max_length=10"):
         episodes.sample(episodes.init(EXAMPLE), jax.random.key(0), 2, window=11)
+
+
+def test_sum_tree_finds_the_leaf_of_each_prefix_sum_over_several_levels():
+    from rollax.buffers import _sum_tree
+
+    n = 5000  # three levels of 32-ary nodes
+    rng = np.random.default_rng(0)
+    weights = rng.random(n).astype(np.float32) * (rng.random(n) < 0.7)  # 30% zero weights
+    tree = _sum_tree.init(n)
+    assert len(tree) == 4 and _sum_tree.nbytes(n) == sum(x.nbytes for x in tree)
+    index = jnp.arange(n, dtype=jnp.int32)
+    skip = jnp.asarray(rng.random(n) < 0.5)
+    tree = _sum_tree.set_leaves(tree, index, jnp.full(n, 7.0), ~skip)  # overwritten below
+    tree = _sum_tree.set_leaves(tree, index, jnp.asarray(weights))
+    np.testing.assert_allclose(_sum_tree.total(tree), weights.sum(), rtol=1e-5)
+    tree = _sum_tree.set_leaves(tree, index[:10], jnp.full(10, 9.0), skip[:10])
+    weights[:10] = np.where(np.asarray(skip[:10]), 9.0, weights[:10])
+    total = float(_sum_tree.total(tree))
+    targets = np.concatenate([rng.random(4000) * total, [0.0, total, total * (1 - 1e-7)]])
+    found = np.asarray(jax.jit(_sum_tree.find)(tree, jnp.asarray(targets, jnp.float32)))
+    assert (weights[found] > 0).all()  # never a zero-weight leaf, even at the edges
+    expected = np.searchsorted(np.cumsum(weights.astype(np.float64)), targets[:4000], "right")
+    # float32 sums may move a target that sits on a boundary to the neighbouring leaf
+    assert np.mean(found[:4000] == expected) > 0.99

@@ -50,7 +50,7 @@ class BufferState:
             its episode (``episodes="within"`` only, else ``None``).
         next_episode_step: int32 ``(num_envs,)``: the episode index of the next step added
             (``episodes="within"`` only, else ``None``).
-        tree: float32 sum tree over start points (prioritized or ``episodes="within"``,
+        tree: sum tree (float32 levels) over start points (prioritized or ``episodes="within"``,
             else ``None``): ``priority ** priority_exponent`` for valid starts, zero
             otherwise.
         max_priority: float32 ``()``: the largest priority seen; new starts get it
@@ -62,7 +62,7 @@ class BufferState:
     steps: jax.Array
     episode_step: jax.Array | None
     next_episode_step: jax.Array | None
-    tree: jax.Array | None
+    tree: tuple[jax.Array, ...] | None
     max_priority: jax.Array | None
 
 
