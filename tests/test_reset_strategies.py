@@ -228,3 +228,19 @@ def test_defaults():
     assert rollax.make("CartPole-v1", num_envs=16).reset_strategy == "pool"
     assert rollax.make("CartPole-v1", num_envs=8).reset_strategy == "on_done"
     assert rollax.make("CartPole-v1").reset_strategy == "on_done"
+
+
+def test_default_strategy_depends_on_backend_batch_and_reset_cost():
+    from rollax.envs._resets import default_reset_strategy
+
+    # CPU: batched refills from 16 environments, a reset when needed below.
+    assert default_reset_strategy(None, backend="cpu") == "on_done"
+    assert default_reset_strategy(8, backend="cpu") == "on_done"
+    assert default_reset_strategy(256, backend="cpu") == "pool"
+    # Accelerators: no branch per step, except for resets worth batching.
+    assert default_reset_strategy(256, backend="gpu") == "every_step"
+    assert default_reset_strategy(4096, costly_reset=True, backend="gpu") == "pool"
+    assert default_reset_strategy(4, costly_reset=True, backend="tpu") == "every_step"
+    assert rollax.make("Maze-v0").env.costly_reset
+    assert not rollax.make("CartPole-v1").env.costly_reset
+    assert rollax.make("CartPole-v1", num_envs=256).reset_strategy == default_reset_strategy(256)

@@ -120,3 +120,11 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
     def name(self) -> str:
         """A readable name, the class name by default."""
         return type(self).__name__
+
+    costly_reset: bool = False
+    """Whether a reset costs many steps (10x or more, as in a procedurally generated maze).
+
+    Only the default reset strategy on accelerators reads it: there, a costly reset is
+    worth batching (``pool``); a cheap one is computed for every environment each step
+    (``every_step``).
+    """

@@ -128,7 +128,7 @@ class VecEnv:
         self.num_envs = None if num_envs is None else int(num_envs)
         self.autoreset_mode = autoreset_mode
         self.strategy: ResetStrategy = make_reset_strategy(
-            reset_strategy or default_reset_strategy(self.num_envs),
+            reset_strategy or default_reset_strategy(self.num_envs, env.costly_reset),
             num_envs=self.num_envs or 1,
             episode_length=int(env.default_params.max_episode_steps),
             block_size=block_size,

@@ -77,6 +77,8 @@ class Maze(Environment[MazeState, MazeParams]):
         view_size: Side of the square window the agent sees; odd.
     """
 
+    costly_reset = True  # a fresh layout is ~100x a step (benchmarks/autoreset.py)
+
     def __init__(self, size: int = 6, view_size: int = 5) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 2:
             raise ValueError(f"Maze: size must be an integer >= 2, got {size!r}.")
