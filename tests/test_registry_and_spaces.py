@@ -69,7 +69,9 @@ def test_box_rejects_bad_bounds_and_dtype():
 
     with pytest.raises(ValueError, match="low must be <= high"):
         Box(1.0, 0.0, (2,))
-    with pytest.raises(TypeError, match="floating dtype"):
-        Box(0, 1, (2,), dtype=np.int32)
+    with pytest.raises(TypeError, match="floating or integer dtype"):
+        Box(0, 1, (2,), dtype=np.bool_)
+    with pytest.raises(ValueError, match="needs finite bounds"):
+        Box(-np.inf, 0, (2,), dtype=np.int32)
     with pytest.raises(ValueError, match="positive integer"):
         Discrete(0)

@@ -39,6 +39,13 @@ def _short_params(env, max_episode_steps=25):
     return env.default_params.replace(max_episode_steps=max_episode_steps)
 
 
+def _assert_tree_close(a, b, rtol, atol):
+    """``assert_allclose`` leaf by leaf (observations may be dicts of arrays)."""
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
+
+
 # --------------------------------------------------------------------- shapes, jit, vmap
 
 
@@ -49,9 +56,12 @@ def test_single_env_shapes_under_jit_vmap(env_id, key):
     state, ts = jax.jit(jax.vmap(env.reset))(keys)
     actions = jax.vmap(env.action_space.sample)(keys)
     state, ts = jax.jit(jax.vmap(env.step))(state, actions)
-    obs_shape = env.observation_space.shape
-    assert ts.obs.shape == (3, *obs_shape) and ts.obs.dtype == jnp.float32
-    assert ts.final_obs.shape == (3, *obs_shape)
+    # Observations (arrays or dicts of them) match the space: shapes, dtypes, structure.
+    spec = jax.eval_shape(lambda k: env.observation_space.sample(k, (3,)), key)
+    for obs in (ts.obs, ts.final_obs):
+        assert jax.tree.structure(obs) == jax.tree.structure(spec)
+        for x, s in zip(jax.tree.leaves(obs), jax.tree.leaves(spec), strict=True):
+            assert x.shape == s.shape and x.dtype == s.dtype
     assert ts.reward.shape == (3,) and ts.reward.dtype == jnp.float32
     assert ts.terminated.dtype == jnp.bool_ and ts.truncated.dtype == jnp.bool_
     assert ts.info["episode_length"].dtype == jnp.int32
@@ -75,7 +85,7 @@ def test_batched_env_equals_vmapped_single_envs(env_id, key):
     _, (_, ts_s) = _rollout(lambda s, a: vstep(s, a, params), state_s, actions)
     assert ts_b.done.any()
     for field in ("obs", "final_obs", "reward"):
-        np.testing.assert_allclose(getattr(ts_b, field), getattr(ts_s, field), 1e-5, 1e-6)
+        _assert_tree_close(getattr(ts_b, field), getattr(ts_s, field), 1e-5, 1e-6)
     np.testing.assert_array_equal(ts_b.terminated, ts_s.terminated)
     np.testing.assert_array_equal(ts_b.truncated, ts_s.truncated)
 
@@ -134,14 +144,18 @@ def test_final_obs_is_what_a_non_resetting_copy_reaches(env_id, key):
     _, ref = ref_step(states_before, actions)
     assert ts.done.sum() >= 6
     # Two compiled programs may round differently in the last bit (XLA fuses differently).
-    np.testing.assert_allclose(ts.final_obs, ref.obs, rtol=1e-5, atol=1e-6)
+    _assert_tree_close(ts.final_obs, ref.obs, 1e-5, 1e-6)
     np.testing.assert_allclose(ts.reward, ref.reward, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(ts.terminated, ref.terminated)
     np.testing.assert_array_equal(ts.truncated, ref.truncated)
     # Where the episode goes on, final_obs is obs; where it ended, obs is a new first one.
     done = np.asarray(ts.done)
-    np.testing.assert_array_equal(np.asarray(ts.obs)[~done], np.asarray(ts.final_obs)[~done])
-    assert np.all(np.any(np.asarray(ts.obs)[done] != np.asarray(ts.final_obs)[done], axis=-1))
+    differs = np.zeros(done.shape, bool)
+    for obs, final in zip(jax.tree.leaves(ts.obs), jax.tree.leaves(ts.final_obs), strict=True):
+        obs, final = np.asarray(obs), np.asarray(final)
+        np.testing.assert_array_equal(obs[~done], final[~done])
+        differs |= (obs != final).reshape(*done.shape, -1).any(-1)
+    np.testing.assert_array_equal(differs, done)
 
 
 def test_same_step_reset_starts_a_fresh_episode(key):

@@ -8,13 +8,14 @@ and works under ``jit``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Box", "Discrete", "Space"]
+__all__ = ["Box", "Dict", "Discrete", "Space"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,13 +60,14 @@ class Discrete:
 
 @dataclasses.dataclass(frozen=True)
 class Box:
-    """Real vectors between ``low`` and ``high`` (bounds may be infinite).
+    """Arrays between ``low`` and ``high``: real (bounds may be infinite) or integer.
 
     Attributes:
         low: Lower bounds, broadcast to ``shape``.
-        high: Upper bounds, broadcast to ``shape``.
+        high: Upper bounds, broadcast to ``shape`` (inclusive for integers).
         shape: Shape of one value.
-        dtype: A floating dtype; float32 by default.
+        dtype: A floating dtype (float32 by default) or an integer one, such as uint8 for
+            images (``Box(0, 255, (64, 64, 3), np.uint8)``), whose bounds must be finite.
     """
 
     low: Any
@@ -75,8 +77,13 @@ class Box:
 
     def __post_init__(self) -> None:
         dtype = np.dtype(self.dtype)
-        if not np.issubdtype(dtype, np.floating):
-            raise TypeError(f"Box: dtype must be a floating dtype, got {dtype}.")
+        if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)):
+            raise TypeError(f"Box: dtype must be a floating or integer dtype, got {dtype}.")
+        if np.issubdtype(dtype, np.integer) and not (
+            np.all(np.isfinite(np.asarray(self.low, np.float64)))
+            and np.all(np.isfinite(np.asarray(self.high, np.float64)))
+        ):
+            raise ValueError(f"Box: an integer Box ({dtype}) needs finite bounds.")
         shape = tuple(int(s) for s in self.shape) or np.shape(self.low) or np.shape(self.high)
         low = np.broadcast_to(np.asarray(self.low, dtype), shape).copy()
         high = np.broadcast_to(np.asarray(self.high, dtype), shape).copy()
@@ -120,6 +127,10 @@ class Box:
         ones the bound plus or minus a unit exponential (as Gymnasium's ``Box`` does).
         """
         shape = tuple(batch_shape) + self.shape
+        if np.issubdtype(self.dtype, np.integer):
+            low = jnp.broadcast_to(jnp.asarray(self.low, jnp.int32), shape)
+            high = jnp.broadcast_to(jnp.asarray(self.high, jnp.int32), shape)
+            return jax.random.randint(key, shape, low, high + 1, jnp.int32).astype(self.dtype)
         k_uniform, k_normal, k_exp = jax.random.split(key, 3)
         low = jnp.broadcast_to(jnp.asarray(self.low), shape)
         high = jnp.broadcast_to(jnp.asarray(self.high), shape)
@@ -143,14 +154,71 @@ class Box:
     def contains(self, x: Any) -> jax.Array:
         """Whether ``x`` has this shape and lies within the bounds; a bool scalar array."""
         x = jnp.asarray(x)
-        if x.shape != self.shape or not jnp.issubdtype(x.dtype, jnp.floating):
+        kind = jnp.integer if np.issubdtype(self.dtype, np.integer) else jnp.floating
+        if x.shape != self.shape or not jnp.issubdtype(x.dtype, kind):
             return jnp.asarray(False)
         return jnp.all((x >= self.low) & (x <= self.high))
 
     def describe(self) -> str:
         """A short human-readable description, used in error messages."""
-        return f"Box(shape={self.shape}, dtype={self.dtype}, low={self.low}, high={self.high})"
+        return repr(self)
 
 
-Space = Discrete | Box
+@dataclasses.dataclass(frozen=True)
+class Dict:
+    """Named sub-spaces; a value is a dict with the same keys.
+
+    Pixel environments observe ``{"pixels/<camera>": uint8 (H, W, C), "state": float32
+    (n,)}`` (DESIGN.md 6).
+
+    Attributes:
+        spaces: The sub-spaces by name, kept in sorted key order (as JAX orders dict
+            leaves).
+    """
+
+    spaces: Any
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spaces, Mapping) or not self.spaces:
+            raise TypeError(f"Dict: spaces must be a non-empty mapping, got {self.spaces!r}.")
+        for name, space in self.spaces.items():
+            if not isinstance(name, str) or not isinstance(space, (Box, Discrete, Dict)):
+                raise TypeError(
+                    f"Dict: every entry must map a str to a Box, Discrete or Dict, got "
+                    f"{name!r}: {space!r}."
+                )
+        object.__setattr__(self, "spaces", dict(sorted(self.spaces.items())))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.spaces.items()))
+
+    def __getitem__(self, name: str) -> Space:
+        return self.spaces[name]
+
+    def keys(self) -> Any:
+        """The names of the sub-spaces, sorted."""
+        return self.spaces.keys()
+
+    def sample(self, key: jax.Array, batch_shape: tuple[int, ...] = ()) -> dict[str, Any]:
+        """One draw per sub-space, each with an independent key."""
+        keys = jax.random.split(key, len(self.spaces))
+        return {
+            name: space.sample(k, batch_shape)
+            for k, (name, space) in zip(keys, self.spaces.items(), strict=True)
+        }
+
+    def contains(self, x: Any) -> jax.Array:
+        """Whether ``x`` is a mapping with exactly these keys, each value contained."""
+        if not isinstance(x, Mapping) or set(x) != set(self.spaces):
+            return jnp.asarray(False)
+        inside = [space.contains(x[name]) for name, space in self.spaces.items()]
+        return jnp.all(jnp.stack(inside))
+
+    def describe(self) -> str:
+        """A short human-readable description, used in error messages."""
+        parts = ", ".join(f"{name!r}: {space.describe()}" for name, space in self.spaces.items())
+        return "Dict({" + parts + "})"
+
+
+Space = Discrete | Box | Dict
 """Any rollax space."""

@@ -47,7 +47,14 @@ def to_gymnasium_space(space: rspaces.Space) -> gymnasium.spaces.Space:
         low = np.broadcast_to(np.asarray(space.low, space.dtype), space.shape)
         high = np.broadcast_to(np.asarray(space.high, space.dtype), space.shape)
         return gymnasium.spaces.Box(low, high, space.shape, np.dtype(space.dtype))
+    if isinstance(space, rspaces.Dict):
+        return gymnasium.spaces.Dict({k: to_gymnasium_space(v) for k, v in space.spaces.items()})
     raise TypeError(f"No Gymnasium equivalent for {type(space).__name__}.")
+
+
+def _numpy(obs: Any) -> Any:
+    """An observation (an array or a dict of arrays) as numpy, zero-copy on the CPU."""
+    return jax.tree.map(np.asarray, obs)
 
 
 def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
@@ -220,7 +227,7 @@ class RollaxVectorEnv(VectorEnv):
             self._key, key = jax.random.split(self._key)
             self._state, ts = self._reset(key, self._params)
             self._ended = np.zeros(self.num_envs, np.bool_)
-        return np.asarray(ts.obs), {}
+        return _numpy(ts.obs), {}
 
     def step(
         self, actions: Any
@@ -236,16 +243,17 @@ class RollaxVectorEnv(VectorEnv):
             )
         actions = _cast_action(actions, self._action_dtype)
         self._state, outputs = self._step(self._state, actions, self._params)
-        obs, reward, terminated, truncated = (np.asarray(x) for x in outputs[:4])
+        obs = _numpy(outputs[0])
+        reward, terminated, truncated = (np.asarray(x) for x in outputs[1:4])
         reward = reward.astype(np.float64)  # as SyncVectorEnv returns rewards
         done = terminated | truncated
         self._ended = done
         infos: dict[str, Any] = {}
         if mode is AutoresetMode.SAME_STEP and done.any():
-            final = np.asarray(outputs[4])
+            final = _numpy(outputs[4])
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(done):
-                final_obs[i] = final[i]
+                final_obs[i] = jax.tree.map(lambda x, i=i: x[i], final)
             infos = {
                 "final_obs": final_obs,
                 "_final_obs": done.copy(),
@@ -336,7 +344,7 @@ class RollaxEnv(gymnasium.Env):
             self._key = _seed_to_key(seed)
         self._key, key = jax.random.split(self._key)
         self._state, ts = self._reset(key, self._params)
-        return np.asarray(ts.obs), {}
+        return _numpy(ts.obs), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """One transition; ``(obs, reward, terminated, truncated, info)``."""
@@ -345,7 +353,7 @@ class RollaxEnv(gymnasium.Env):
         action = _cast_action(action, np.dtype(self._vec.action_space.dtype))
         self._state, ts = self._step(self._state, jnp.asarray(action), self._params)
         return (
-            np.asarray(ts.obs),
+            _numpy(ts.obs),
             float(ts.reward),
             bool(ts.terminated),
             bool(ts.truncated),

@@ -27,6 +27,7 @@ _BUILTIN = {
     "MountainCarContinuous-v0": "rollax.envs.classic.mountain_car:MountainCarContinuous",
     "Pendulum-v1": "rollax.envs.classic.pendulum:Pendulum",
     "Maze-v0": "rollax.envs.maze:Maze",
+    "PixelCartPole-v1": "rollax.envs.pixel_cartpole:PixelCartPole",
 }
 for _env_id, _entry_point in _BUILTIN.items():
     register(_env_id, _entry_point)

@@ -23,6 +23,7 @@ from rollax.agents.ppo.config import PPOConfig, check_budget
 from rollax.envs import EnvParams, EnvState, VecEnv
 from rollax.networks import ActorCritic, action_distribution
 from rollax.ops import RunningStats, gae, normalize, running_stats, update_running_stats
+from rollax.spaces import Box
 from rollax.types import PRNGKey
 
 __all__ = ["PPOHyperParams", "PPOState", "Rollout", "Trainer", "make_trainer"]
@@ -201,6 +202,12 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         raise ValueError(
             f"make_trainer: PPO needs same-step autoreset (every step a real transition), got "
             f"autoreset_mode={env.autoreset_mode!r}."
+        )
+    if not isinstance(env.observation_space, Box) or len(env.observation_space.shape) != 1:
+        raise ValueError(
+            f"make_trainer: PPO's MLP actor-critic takes flat float vector observations; "
+            f"{env.env_id} observes {env.observation_space!r}, and PPO takes no image or dict "
+            f"observations yet. Use an environment with vector observations."
         )
     network = ActorCritic.for_space(env.action_space, config.hidden_sizes, config.activation)
     obs_shape = env.observation_space.shape
