@@ -1,7 +1,18 @@
-"""Neural networks: MLP torsos and actor-critic heads (Flax linen)."""
+"""Neural networks: MLP and CNN torsos, actor-critic heads (Flax linen)."""
 
 from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution
 from rollax.networks._distributions import Categorical, DiagGaussian
 from rollax.networks._init import orthogonal
+from rollax.networks._vision import CNNEncoder, VisionActorCritic, is_image_key
 
-__all__ = ["MLP", "ActorCritic", "Categorical", "DiagGaussian", "action_distribution", "orthogonal"]
+__all__ = [
+    "MLP",
+    "ActorCritic",
+    "CNNEncoder",
+    "Categorical",
+    "DiagGaussian",
+    "VisionActorCritic",
+    "action_distribution",
+    "is_image_key",
+    "orthogonal",
+]

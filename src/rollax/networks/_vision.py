@@ -1,0 +1,158 @@
+"""A vision actor-critic: one CNN encoder per camera, vectors joined after the encoders.
+
+Observations are dicts (DESIGN.md 6): ``"pixels/<camera>"`` uint8 ``(H, W, C)`` images and
+float vectors such as ``"state"``. Images are scaled to ``[0, 1]`` inside the network.
+Actor and critic may read different keys (an asymmetric actor-critic: the critic alone may
+see a ``"privileged_state"``); an image both read is encoded once, by one encoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax.networks._actor_critic import _ACTIVATIONS, MLP
+from rollax.networks._init import orthogonal
+
+__all__ = ["CNNEncoder", "VisionActorCritic", "is_image_key"]
+
+
+def is_image_key(key: str) -> bool:
+    """Whether an observation key names an image (``"pixels/..."``)."""
+    return key.startswith("pixels/")
+
+
+class CNNEncoder(nn.Module):
+    """Convolutions, then a dense layer: uint8 or float images to a feature vector.
+
+    The default is the Nature DQN encoder (32 8x8/4, 64 4x4/2, 64 3x3/1, dense 512) for
+    images of at least 64 pixels a side; :meth:`for_image` picks a smaller one (3x3 kernels,
+    strides 2, 2, 1, dense 256) for smaller images, which the Nature strides would shrink
+    to nothing.
+
+    Attributes:
+        channels: Output channels of each convolution.
+        kernels: Kernel size of each convolution (square).
+        strides: Stride of each convolution.
+        dense: Width of the dense layer after the convolutions (0: none).
+        layer_norm: Normalize each convolution's output over its channels (per position).
+        pool: ``"none"`` flattens the last feature map; ``"avg"`` or ``"max"`` pools it over
+            space first (fewer parameters, some translation invariance).
+        activation: ``"relu"``, ``"tanh"`` or ``"gelu"``.
+    """
+
+    channels: Sequence[int] = (32, 64, 64)
+    kernels: Sequence[int] = (8, 4, 3)
+    strides: Sequence[int] = (4, 2, 1)
+    dense: int = 512
+    layer_norm: bool = False
+    pool: str = "none"
+    activation: str = "relu"
+
+    @staticmethod
+    def for_image(shape: Sequence[int], **options) -> CNNEncoder:
+        """The default encoder for images of ``shape`` ``(H, W, C)``."""
+        if min(shape[0], shape[1]) >= 64:
+            return CNNEncoder(**options)
+        small = {"channels": (32, 64, 64), "kernels": (3, 3, 3), "strides": (2, 2, 1), "dense": 256}
+        return CNNEncoder(**{**small, **options})
+
+    @nn.compact
+    def __call__(self, image: jax.Array) -> jax.Array:
+        """``(..., H, W, C)`` uint8 (scaled by 1/255) or float -> ``(..., features)``."""
+        if not (len(self.channels) == len(self.kernels) == len(self.strides)):
+            raise ValueError(
+                f"channels, kernels and strides need one entry per convolution, got "
+                f"{self.channels}, {self.kernels}, {self.strides}"
+            )
+        if self.pool not in ("none", "avg", "max"):
+            raise ValueError(f"pool must be 'none', 'avg' or 'max', got {self.pool!r}")
+        if jnp.issubdtype(image.dtype, jnp.integer):
+            x = image.astype(jnp.float32) / jnp.float32(255.0)
+        else:
+            x = image.astype(jnp.float32)
+        batch = x.shape[:-3]
+        x = x.reshape((-1, *x.shape[-3:]))
+        act = _ACTIVATIONS[self.activation]
+        for c, k, s in zip(self.channels, self.kernels, self.strides, strict=True):
+            x = nn.Conv(c, (k, k), (s, s), padding="SAME", kernel_init=orthogonal(np.sqrt(2)))(x)
+            if self.layer_norm:
+                x = nn.LayerNorm()(x)
+            x = act(x)
+        if self.pool == "avg":
+            x = jnp.mean(x, axis=(1, 2))
+        elif self.pool == "max":
+            x = jnp.max(x, axis=(1, 2))
+        else:
+            x = x.reshape((x.shape[0], -1))
+        if self.dense:
+            x = act(nn.Dense(self.dense, kernel_init=orthogonal(np.sqrt(2)))(x))
+        return x.reshape((*batch, x.shape[-1]))
+
+
+class VisionActorCritic(nn.Module):
+    """Actor and critic over dict observations, with one CNN encoder per image key.
+
+    Each of actor and critic encodes the images among its keys (an image both read goes
+    through one shared encoder), concatenates the features with its vector keys in key
+    order, and applies its MLP and head.
+
+    Attributes:
+        action_dim: Number of actions (discrete) or action dimensions (box).
+        discrete: Whether the action space is discrete.
+        actor_keys: Observation keys the actor reads.
+        critic_keys: Observation keys the critic reads.
+        image_shapes: ``(H, W, C)`` of every image key read, by key (picks each encoder).
+        hidden_sizes: Widths of the MLP after the encoders, for both heads.
+        activation: Activation of the MLPs.
+        layer_norm: Per-channel layer normalization in the encoders.
+        pool: Spatial pooling at the end of the encoders: ``"none"``, ``"avg"`` or ``"max"``.
+    """
+
+    action_dim: int
+    discrete: bool
+    actor_keys: Sequence[str]
+    critic_keys: Sequence[str]
+    image_shapes: Mapping[str, tuple[int, ...]]
+    hidden_sizes: Sequence[int] = (256,)
+    activation: str = "relu"
+    layer_norm: bool = False
+    pool: str = "none"
+
+    @nn.compact
+    def __call__(self, obs: Mapping[str, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``obs`` (dict, leaves ``(..., *shape)``) -> ``(logits_or_mean, log_std, value)``."""
+        encoders = {
+            key: CNNEncoder.for_image(
+                self.image_shapes[key], layer_norm=self.layer_norm, pool=self.pool, name=_name(key)
+            )
+            for key in sorted(set(self.actor_keys) | set(self.critic_keys))
+            if is_image_key(key)
+        }
+        features = {key: encoders[key](obs[key]) for key in encoders}
+
+        def torso(keys: Sequence[str]) -> jax.Array:
+            parts = [
+                features[k] if k in features else obs[k].astype(jnp.float32) for k in sorted(keys)
+            ]
+            return jnp.concatenate(parts, axis=-1)
+
+        actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(torso(self.actor_keys))
+        out = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="actor_head")(actor)
+        if self.discrete:
+            log_std = jnp.zeros((self.action_dim,), jnp.float32)
+        else:
+            log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
+        critic = MLP(self.hidden_sizes, self.activation, name="critic_torso")(
+            torso(self.critic_keys)
+        )
+        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="critic_head")(critic)
+        return out, log_std, value[..., 0]
+
+
+def _name(key: str) -> str:
+    return "encoder_" + key.replace("/", "_")

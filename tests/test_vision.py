@@ -1,0 +1,93 @@
+"""The vision actor-critic and DrQ's random shift."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rollax.networks import CNNEncoder, VisionActorCritic
+from rollax.ops import random_shift
+
+
+def _obs(batch=(3,), size=(32, 48)):
+    key = jax.random.key(0)
+    return {
+        "pixels/fixed": jax.random.randint(key, (*batch, *size, 3), 0, 256).astype(jnp.uint8),
+        "pixels/follow": jax.random.randint(key, (*batch, *size, 6), 0, 256).astype(jnp.uint8),
+        "state": jnp.ones((*batch, 4), jnp.float32),
+        "privileged_state": jnp.ones((*batch, 2), jnp.float32),
+    }
+
+
+@pytest.mark.parametrize("pool", ["none", "avg", "max"])
+def test_encoder_shapes_for_small_and_nature_sized_images(pool):
+    small = CNNEncoder.for_image((32, 48, 3), pool=pool, layer_norm=True)
+    assert small.kernels == (3, 3, 3)
+    x = jnp.zeros((2, 5, 32, 48, 3), jnp.uint8)
+    params = small.init(jax.random.key(0), x)
+    assert small.apply(params, x).shape == (2, 5, 256)
+    nature = CNNEncoder.for_image((84, 84, 3))
+    assert nature.kernels == (8, 4, 3) and nature.dense == 512
+    y = jnp.zeros((84, 84, 3), jnp.uint8)
+    assert nature.apply(nature.init(jax.random.key(0), y), y).shape == (512,)
+
+
+def test_asymmetric_actor_critic_reads_only_its_keys():
+    net = VisionActorCritic(
+        action_dim=2,
+        discrete=True,
+        actor_keys=("pixels/fixed",),
+        critic_keys=("pixels/fixed", "pixels/follow", "state", "privileged_state"),
+        image_shapes={"pixels/fixed": (32, 48, 3), "pixels/follow": (32, 48, 6)},
+        hidden_sizes=(32,),
+    )
+    obs = _obs()
+    params = net.init(jax.random.key(1), obs)
+    # One encoder per camera, shared by actor and critic.
+    assert {k for k in params["params"] if k.startswith("encoder_")} == {
+        "encoder_pixels_fixed",
+        "encoder_pixels_follow",
+    }
+    logits, _, value = net.apply(params, obs)
+    assert logits.shape == (3, 2) and value.shape == (3,)
+
+    def outputs(state, privileged):
+        o = {**obs, "state": state, "privileged_state": privileged}
+        logits, _, value = net.apply(params, o)
+        return logits.sum(), value.sum()
+
+    d_actor = jax.grad(lambda s, p: outputs(s, p)[0], argnums=(0, 1))(
+        obs["state"], obs["privileged_state"]
+    )
+    d_critic = jax.grad(lambda s, p: outputs(s, p)[1], argnums=(0, 1))(
+        obs["state"], obs["privileged_state"]
+    )
+    assert all(float(jnp.abs(g).sum()) == 0 for g in d_actor)  # the actor sees pixels only
+    assert all(float(jnp.abs(g).sum()) > 0 for g in d_critic)  # the critic sees the rest too
+
+
+def test_random_shift_moves_images_within_the_padding_and_leaves_state_alone():
+    pad = 3
+    image = jnp.arange(20 * 24, dtype=jnp.int32).reshape(20, 24, 1).astype(jnp.float32)
+    images = jnp.broadcast_to(image, (64, 20, 24, 1))
+    obs = {"pixels/a": images, "state": jnp.arange(64.0)}
+    out = random_shift(jax.random.key(0), obs, pad=pad)
+    np.testing.assert_array_equal(out["state"], obs["state"])
+    padded = np.pad(np.asarray(image), ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+    shifts = set()
+    for shifted in np.asarray(out["pixels/a"]):
+        # Each result is the padded image cropped at some offset within [0, 2 * pad].
+        found = [
+            (dy, dx)
+            for dy in range(2 * pad + 1)
+            for dx in range(2 * pad + 1)
+            if np.array_equal(padded[dy : dy + 20, dx : dx + 24], shifted)
+        ]
+        assert len(found) == 1
+        shifts.add(found[0])
+    assert len(shifts) > 10  # offsets vary from image to image
+    assert out["pixels/a"].shape == images.shape and out["pixels/a"].dtype == images.dtype
+    with pytest.raises(ValueError, match="pad must be an integer >= 0"):
+        random_shift(jax.random.key(0), images, pad=-1)
