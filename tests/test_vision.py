@@ -91,3 +91,20 @@ def test_random_shift_moves_images_within_the_padding_and_leaves_state_alone():
     assert out["pixels/a"].shape == images.shape and out["pixels/a"].dtype == images.dtype
     with pytest.raises(ValueError, match="pad must be an integer >= 0"):
         random_shift(jax.random.key(0), images, pad=-1)
+
+
+def test_conv_as_patches_equals_xla_convolution():
+    from rollax.networks import Conv
+
+    x = jax.random.normal(jax.random.key(0), (2, 13, 20, 3))
+    for k, s in ((3, 1), (3, 2), (8, 4), (4, 2)):
+        conv = Conv(5, k, s)
+        params = conv.init(jax.random.key(1), x)
+        expected = jax.lax.conv_general_dilated(
+            x,
+            params["params"]["kernel"],
+            (s, s),
+            "SAME",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        )
+        np.testing.assert_allclose(conv.apply(params, x), expected, rtol=1e-4, atol=1e-4)

@@ -52,6 +52,8 @@ def _add_fields(parser: argparse.ArgumentParser, cls: type, title: str, note: st
             )
         elif kind.startswith("tuple[int"):
             group.add_argument(flag, type=int, nargs="+", default=None, help=help_text)
+        elif kind.startswith("tuple[str"):
+            group.add_argument(flag, type=str, nargs="+", default=None, help=help_text)
         else:
             types = {"int": int, "float": float, "str": str}
             group.add_argument(flag, type=types[kind], default=None, help=help_text)

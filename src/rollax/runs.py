@@ -201,7 +201,9 @@ def load_run(
     if stored.get("algo") != "ppo":
         raise ValueError(f"RUN_DIR {str(directory)!r}: unknown algorithm {stored.get('algo')!r}.")
     ppo = stored["ppo"]
-    ppo["hidden_sizes"] = tuple(ppo["hidden_sizes"])
+    for name in ("hidden_sizes", "actor_keys", "critic_keys"):
+        if name in ppo:
+            ppo[name] = tuple(ppo[name])
     algo_config = PPOConfig(**ppo)
     run_config = RunConfig(**stored["run"])
     if total_steps is not None:

@@ -3,12 +3,13 @@
 from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution
 from rollax.networks._distributions import Categorical, DiagGaussian
 from rollax.networks._init import orthogonal
-from rollax.networks._vision import CNNEncoder, VisionActorCritic, is_image_key
+from rollax.networks._vision import CNNEncoder, Conv, VisionActorCritic, is_image_key
 
 __all__ = [
     "MLP",
     "ActorCritic",
     "CNNEncoder",
+    "Conv",
     "Categorical",
     "DiagGaussian",
     "VisionActorCritic",

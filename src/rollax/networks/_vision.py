@@ -18,12 +18,63 @@ import numpy as np
 from rollax.networks._actor_critic import _ACTIVATIONS, MLP
 from rollax.networks._init import orthogonal
 
-__all__ = ["CNNEncoder", "VisionActorCritic", "is_image_key"]
+__all__ = ["CNNEncoder", "Conv", "VisionActorCritic", "is_image_key"]
 
 
 def is_image_key(key: str) -> bool:
     """Whether an observation key names an image (``"pixels/..."``)."""
     return key.startswith("pixels/")
+
+
+class Conv(nn.Module):
+    """A 2-D convolution with ``"SAME"`` padding, computed the fastest way for the backend.
+
+    On the CPU it is a matrix product over image patches (im2col): XLA:CPU runs a native
+    convolution about 30x slower inside a loop (PPO's epochs are a ``lax.scan``) than
+    outside one, while a matrix product runs at full speed in both (measured: four gradient
+    steps of a 3-layer encoder on 512 images of 16x32, 19.3 s native against 0.6 s as
+    patches). Elsewhere it is ``lax.conv_general_dilated``. Both compute the same function
+    with the same parameters (``kernel`` ``(k, k, in, out)``, ``bias`` ``(out,)``).
+
+    Attributes:
+        features: Output channels.
+        kernel_size: Side of the square kernel.
+        stride: Step between output positions, in both directions.
+    """
+
+    features: int
+    kernel_size: int
+    stride: int = 1
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """``(B, H, W, C)`` -> ``(B, ceil(H / stride), ceil(W / stride), features)``."""
+        k, s = self.kernel_size, self.stride
+        kernel = self.param(
+            "kernel", orthogonal(np.sqrt(2)), (k, k, x.shape[-1], self.features), jnp.float32
+        )
+        bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
+        if jax.default_backend() != "cpu":
+            y = jax.lax.conv_general_dilated(
+                x, kernel, (s, s), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+            )
+            return y + bias.reshape(1, 1, 1, -1)
+        _, h, w, c = x.shape
+        out_h, out_w = -(-h // s), -(-w // s)
+        pad_h = max((out_h - 1) * s + k - h, 0)
+        pad_w = max((out_w - 1) * s + k - w, 0)
+        x = jnp.pad(
+            x, ((0, 0), (pad_h // 2, pad_h - pad_h // 2), (pad_w // 2, pad_w - pad_w // 2), (0, 0))
+        )
+        patches = jnp.concatenate(
+            [
+                x[:, i : i + (out_h - 1) * s + 1 : s, j : j + (out_w - 1) * s + 1 : s, :]
+                for i in range(k)
+                for j in range(k)
+            ],
+            axis=-1,
+        )
+        return patches @ kernel.reshape(k * k * c, self.features) + bias.reshape(1, 1, 1, -1)
 
 
 class CNNEncoder(nn.Module):
@@ -79,7 +130,7 @@ class CNNEncoder(nn.Module):
         x = x.reshape((-1, *x.shape[-3:]))
         act = _ACTIVATIONS[self.activation]
         for c, k, s in zip(self.channels, self.kernels, self.strides, strict=True):
-            x = nn.Conv(c, (k, k), (s, s), padding="SAME", kernel_init=orthogonal(np.sqrt(2)))(x)
+            x = Conv(c, k, s)(x)
             if self.layer_norm:
                 x = nn.LayerNorm()(x)
             x = act(x)

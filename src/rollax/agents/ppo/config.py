@@ -58,6 +58,16 @@ class PPOConfig:
     """Activation of the hidden layers: tanh, relu or gelu."""
     num_seeds: int = 1
     """Independent seeds trained at once in one compiled program."""
+    actor_keys: tuple[str, ...] = ()
+    """Dict observations: the keys the actor reads (empty: every key but privileged_state)."""
+    critic_keys: tuple[str, ...] = ()
+    """Dict observations: the keys the critic reads (empty: every key)."""
+    augment_pixels: bool = False
+    """Randomly shift the images of each update minibatch by up to shift_pad pixels (DrQ)."""
+    shift_pad: int = 4
+    """Largest shift of augment_pixels, in pixels."""
+    encoder_layer_norm: bool = False
+    """Dict observations: per-channel layer normalization in the CNN encoders."""
 
     @property
     def batch_size(self) -> int:
@@ -103,6 +113,18 @@ class PPOConfig:
             raise ValueError(
                 f"PPOConfig.activation must be 'tanh', 'relu' or 'gelu', got {self.activation!r}."
             )
+        if (
+            isinstance(self.shift_pad, bool)
+            or not isinstance(self.shift_pad, int)
+            or (self.shift_pad < 0)
+        ):
+            raise ValueError(
+                f"PPOConfig.shift_pad must be an integer >= 0, got {self.shift_pad!r}."
+            )
+        for name in ("actor_keys", "critic_keys"):
+            keys = getattr(self, name)
+            if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):
+                raise ValueError(f"PPOConfig.{name} must be a tuple of str, got {keys!r}.")
         if not self.hidden_sizes or any(
             isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden_sizes
         ):

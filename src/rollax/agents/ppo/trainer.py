@@ -21,9 +21,16 @@ import optax
 from rollax._struct import pytree_dataclass
 from rollax.agents.ppo.config import PPOConfig, check_budget
 from rollax.envs import EnvParams, EnvState, VecEnv
-from rollax.networks import ActorCritic, action_distribution
-from rollax.ops import RunningStats, gae, normalize, running_stats, update_running_stats
-from rollax.spaces import Box
+from rollax.networks import ActorCritic, VisionActorCritic, action_distribution, is_image_key
+from rollax.ops import (
+    RunningStats,
+    gae,
+    normalize,
+    random_shift,
+    running_stats,
+    update_running_stats,
+)
+from rollax.spaces import Box, Dict, Discrete
 from rollax.types import PRNGKey
 
 __all__ = ["PPOHyperParams", "PPOState", "Rollout", "Trainer", "make_trainer"]
@@ -64,10 +71,12 @@ class PPOState:
     Attributes:
         params: Actor-critic parameters, per seed.
         opt_state: Adam's state, per seed.
-        obs_stats: Running observation statistics, per seed.
+        obs_stats: Running observation statistics, per seed: a ``RunningStats``, or for dict
+            observations a dict of them for the vector entries (images are only scaled).
         hparams: :class:`PPOHyperParams`, per seed.
         env_state: The environments of all seeds as one batch of ``num_seeds * num_envs``.
-        obs: Their current observations, ``(num_seeds * num_envs, *obs_shape)``.
+        obs: Their current observations, ``(num_seeds * num_envs, *obs_shape)`` (for dict
+            observations, every entry).
         key: One key per seed for sampling actions and minibatches.
         env_params: The environment's params (a curriculum may change them between runs).
         env_steps: int32 ``()``, environment steps taken per seed.
@@ -76,10 +85,10 @@ class PPOState:
 
     params: Any
     opt_state: Any
-    obs_stats: RunningStats
+    obs_stats: Any
     hparams: PPOHyperParams
     env_state: EnvState
-    obs: jax.Array
+    obs: Any
     key: PRNGKey
     env_params: EnvParams
     env_steps: jax.Array
@@ -175,6 +184,64 @@ class Rollout(NamedTuple):
     episode_return: jax.Array
 
 
+def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
+    """The actor-critic for ``env``'s spaces, and one observation's shape and dtype.
+
+    Vector observations get :class:`ActorCritic`; dict observations (``"pixels/<camera>"``
+    images and vectors) get :class:`VisionActorCritic` reading ``config.actor_keys`` and
+    ``config.critic_keys``.
+    """
+    space, actions = env.observation_space, env.action_space
+    if isinstance(space, Box) and len(space.shape) == 1:
+        if config.actor_keys or config.critic_keys:
+            raise ValueError(
+                f"make_trainer: actor_keys and critic_keys select entries of dict observations; "
+                f"{env.env_id} observes a vector {space!r}. Leave them empty."
+            )
+        network = ActorCritic.for_space(actions, config.hidden_sizes, config.activation)
+        return network, jax.ShapeDtypeStruct(space.shape, jnp.float32)
+    if not isinstance(space, Dict):
+        raise ValueError(
+            f"make_trainer: PPO takes flat float vectors or dicts of images and vectors "
+            f"(rollax.spaces.Dict); {env.env_id} observes {space!r}."
+        )
+    spec = {}
+    for key, sub in space.spaces.items():
+        image = is_image_key(key)
+        if not isinstance(sub, Box) or len(sub.shape) != (3 if image else 1):
+            raise ValueError(
+                f"make_trainer: observation {key!r} of {env.env_id} is {sub!r}; PPO reads "
+                f"'pixels/...' entries as (H, W, C) images and the others as 1-D vectors."
+            )
+        spec[key] = jax.ShapeDtypeStruct(sub.shape, sub.dtype if image else jnp.float32)
+    actor_keys = config.actor_keys or tuple(k for k in spec if k != "privileged_state")
+    critic_keys = config.critic_keys or tuple(spec)
+    for name, keys in (("actor_keys", actor_keys), ("critic_keys", critic_keys)):
+        unknown = sorted(set(keys) - set(spec))
+        if unknown or not keys:
+            raise ValueError(
+                f"make_trainer: PPOConfig.{name} names {unknown or 'no keys'}; {env.env_id} "
+                f"observes {sorted(spec)}."
+            )
+    if isinstance(actions, Discrete):
+        action_dim, discrete = actions.n, True
+    elif isinstance(actions, Box) and len(actions.shape) == 1:
+        action_dim, discrete = actions.shape[0], False
+    else:
+        raise TypeError(f"PPO supports Discrete and 1-D Box actions, got {actions}.")
+    network = VisionActorCritic(
+        action_dim=int(action_dim),
+        discrete=discrete,
+        actor_keys=tuple(actor_keys),
+        critic_keys=tuple(critic_keys),
+        image_shapes={k: s.shape for k, s in spec.items() if is_image_key(k)},
+        hidden_sizes=tuple(config.hidden_sizes),
+        activation=config.activation,
+        layer_norm=config.encoder_layer_norm,
+    )
+    return network, spec
+
+
 def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> Trainer:
     """Build PPO for an environment.
 
@@ -203,16 +270,13 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             f"make_trainer: PPO needs same-step autoreset (every step a real transition), got "
             f"autoreset_mode={env.autoreset_mode!r}."
         )
-    if not isinstance(env.observation_space, Box) or len(env.observation_space.shape) != 1:
-        raise ValueError(
-            f"make_trainer: PPO's MLP actor-critic takes flat float vector observations; "
-            f"{env.env_id} observes {env.observation_space!r}, and PPO takes no image or dict "
-            f"observations yet. Use an environment with vector observations."
-        )
-    network = ActorCritic.for_space(env.action_space, config.hidden_sizes, config.activation)
-    obs_shape = env.observation_space.shape
+    network, obs_spec = _network_for(config, env)
+    image_keys = tuple(
+        k for k in (obs_spec if isinstance(obs_spec, dict) else {}) if is_image_key(k)
+    )
     seeds, n, t = config.num_seeds, config.num_envs, config.num_steps
     total_updates = config.total_steps // config.batch_size
+    augment = config.augment_pixels and bool(image_keys)
 
     def per_seed(x: jax.Array) -> jax.Array:
         """(seeds * envs, ...) -> (seeds, envs, ...)."""
@@ -221,8 +285,26 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
     def flat(x: jax.Array) -> jax.Array:
         return x.reshape(seeds * n, *x.shape[2:])
 
-    def observe(stats: RunningStats, obs: jax.Array) -> jax.Array:
-        return normalize(stats, obs) if config.normalize_obs else obs
+    def tree_per_seed(obs: Any) -> Any:
+        return jax.tree.map(per_seed, obs)
+
+    def new_stats() -> Any:
+        """Running statistics of the vector observations (images are scaled, not normalized)."""
+        if isinstance(obs_spec, dict):
+            return {k: running_stats(s.shape) for k, s in obs_spec.items() if k not in image_keys}
+        return running_stats(obs_spec.shape)
+
+    def observe(stats: Any, obs: Any) -> Any:
+        if not config.normalize_obs:
+            return obs
+        if isinstance(obs_spec, dict):
+            return {k: normalize(stats[k], v) if k in stats else v for k, v in obs.items()}
+        return normalize(stats, obs)
+
+    def update_stats(stats: Any, obs: Any) -> Any:
+        if isinstance(obs_spec, dict):
+            return {k: update_running_stats(stats[k], obs[k]) for k in stats}
+        return update_running_stats(stats, obs)
 
     optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=1e-5)
 
@@ -236,7 +318,8 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
 
         def one_seed(key: PRNGKey) -> tuple:
             k_params, key = jax.random.split(key)
-            params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
+            example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
+            params = network.init(k_params, example)
             return params, optimizer.init(params), key
 
         params, opt_state, keys = jax.vmap(one_seed)(seed_keys)
@@ -254,7 +337,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             vf_coef=scalar(config.vf_coef),
             max_grad_norm=scalar(config.max_grad_norm),
         )
-        stats = jax.vmap(lambda _: running_stats(obs_shape))(jnp.arange(seeds))
+        stats = jax.vmap(lambda _: new_stats())(jnp.arange(seeds))
         return PPOState(
             params=params,
             opt_state=opt_state,
@@ -282,14 +365,14 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         def one_seed(params: Any, stats: RunningStats, obs: jax.Array) -> jax.Array:
             return network.apply(params, observe(stats, obs))[2]
 
-        return flat(jax.vmap(one_seed)(state.params, state.obs_stats, per_seed(obs)))
+        return flat(jax.vmap(one_seed)(state.params, state.obs_stats, tree_per_seed(obs)))
 
     def rollout(state: PPOState) -> tuple[PPOState, Rollout]:
         def step(carry: tuple, _: None) -> tuple:
             env_state, obs, keys = carry
             keys, action_keys = jax.vmap(jax.random.split, out_axes=1)(keys)
             action, log_prob, value = jax.vmap(policy)(
-                state.params, state.obs_stats, per_seed(obs), action_keys
+                state.params, state.obs_stats, tree_per_seed(obs), action_keys
             )
             env_action = flat(action).astype(env.action_space.dtype)
             env_state, ts = env.step(env_state, env_action, state.env_params)
@@ -324,8 +407,12 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
 
     # ------------------------------------------------------------------ update
 
-    def loss_fn(params: Any, hp: PPOHyperParams, stats: RunningStats, batch: tuple) -> tuple:
+    def loss_fn(
+        params: Any, hp: PPOHyperParams, stats: Any, batch: tuple, key: PRNGKey | None
+    ) -> tuple:
         obs, action, old_log_prob, old_value, advantage, target = batch
+        if key is not None:  # augment_pixels: DrQ's random shift of every image
+            obs = random_shift(key, obs, config.shift_pad)
         out, log_std, value = network.apply(params, observe(stats, obs))
         dist = action_distribution(out, log_std, network.discrete)
         log_prob = dist.log_prob(action)
@@ -376,14 +463,20 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
 
         def epoch(carry: tuple, key: PRNGKey) -> tuple:
             params, opt_state = carry
+            if augment:
+                key, aug_key = jax.random.split(key)
+                aug_keys = jax.random.split(aug_key, config.num_minibatches)
+            else:
+                aug_keys = None
             order = jax.random.permutation(key, config.batch_size)
             minibatches = jax.tree.map(
                 lambda x: x[order].reshape(config.num_minibatches, -1, *x.shape[1:]), batch
             )
 
-            def minibatch(carry: tuple, mb: tuple) -> tuple:
+            def minibatch(carry: tuple, xs: tuple) -> tuple:
                 params, opt_state = carry
-                grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, stats, mb)
+                mb, aug = xs
+                grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, stats, mb, aug)
                 norm = optax.tree.norm(grads)
                 scale = jnp.minimum(1.0, hp.max_grad_norm / (norm + 1e-6))
                 grads = jax.tree.map(lambda g: g * scale, grads)
@@ -392,7 +485,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
                     updates_, opt_state = optimizer.update(grads, opt_state, params)
                 return (optax.apply_updates(params, updates_), opt_state), aux
 
-            return jax.lax.scan(minibatch, (params, opt_state), minibatches)
+            return jax.lax.scan(minibatch, (params, opt_state), (minibatches, aug_keys))
 
         (params, opt_state), aux = jax.lax.scan(
             epoch, (params, opt_state), jax.random.split(key, config.num_epochs)
@@ -419,7 +512,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         )
         stats = state.obs_stats
         if config.normalize_obs:
-            stats = jax.vmap(update_running_stats)(stats, data.obs)
+            stats = jax.vmap(update_stats)(stats, data.obs)
         returns = data.episode_return
         finished = ~jnp.isnan(returns)
         metrics = {
@@ -509,7 +602,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
 
             def step(carry: tuple, key: PRNGKey) -> tuple:
                 env_state, obs, done, total = carry
-                obs = obs.reshape(seeds, episodes, *obs.shape[1:])
+                obs = jax.tree.map(lambda x: x.reshape(seeds, episodes, *x.shape[1:]), obs)
                 action = act(state, obs, key, deterministic)
                 action = action.reshape(seeds * episodes, *action.shape[2:])
                 env_state, ts = eval_env.step(
