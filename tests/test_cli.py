@@ -186,3 +186,19 @@ def test_video_of_an_environment_without_render_is_refused_before_evaluating(tmp
     (tmp_path / "config.json").write_text(json.dumps({"env": "gymnax/CartPole-v1"}))
     with pytest.raises(ValueError, match="gymnax/CartPole-v1 cannot render"):
         check_video_path(tmp_path / "x.gif", tmp_path)
+
+
+def test_pixel_training_and_a_video_of_what_the_agent_saw(tmp_path, cli_env):
+    run_dir = tmp_path / "pixels"
+    rollax(
+        "train", "ppo", "--env", "PixelCartPole-v1", *TINY, "--total-steps", "128",
+        "--augment-pixels", "--actor-keys", "pixels/fixed", "--run-dir", str(run_dir),
+        env=cli_env,
+    )  # fmt: skip
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["ppo"]["augment_pixels"] and config["ppo"]["actor_keys"] == ["pixels/fixed"]
+    video = tmp_path / "seen.gif"
+    rollax("eval", str(run_dir), "--episodes", "2", "--video", str(video), env=cli_env)
+    frames = iio.imread(video)
+    # The 120 x 288 scene, then the agent's 32 x 64 camera scaled by 3 (and a 2-pixel gap).
+    assert frames.shape[1:] == (120, 288 + 2 + 64 * 3, 3)

@@ -554,14 +554,15 @@ def _record_episode(run: _Run) -> tuple[np.ndarray, float]:
     def episode(state: Any, key: jax.Array) -> tuple:
         k_reset, k_act = jax.random.split(key)
         env_state, ts = env.reset(k_reset, params)
-        first = env.render(env_state, params)[0]
+        first = _with_agent_view(env.render(env_state, params)[0], ts.obs)
 
         def step(carry: tuple, key: jax.Array) -> tuple:
             env_state, obs, done, total = carry
-            action = trainer.act(state, obs[:, None], key, True)[:, 0]
+            obs = jax.tree.map(lambda x: x[:, None], obs)
+            action = trainer.act(state, obs, key, True)[:, 0]
             env_state, ts = env.step(env_state, action.astype(env.action_space.dtype), params)
             total = total + jnp.where(done, 0.0, ts.reward)
-            frame = env.render(env_state, params)[0]
+            frame = _with_agent_view(env.render(env_state, params)[0], ts.obs)
             return (env_state, ts.obs, done | ts.done, total), (frame, done[0])
 
         carry = (env_state, ts.obs, jnp.zeros(seeds, jnp.bool_), jnp.zeros(seeds, jnp.float32))
@@ -575,3 +576,25 @@ def _record_episode(run: _Run) -> tuple[np.ndarray, float]:
     )
     length = int(np.argmax(was_done)) if was_done.any() else horizon
     return np.concatenate([first[None], frames[:length]]), float(total)
+
+
+def _with_agent_view(scene: jax.Array, obs: Any) -> jax.Array:
+    """The rendered scene, and to its right what the agent saw (each camera's newest frame).
+
+    For dict observations with ``"pixels/..."`` images (first environment of the batch),
+    each image's last three channels (the newest frame of a stack) are scaled up by a whole
+    factor to the scene's height and placed beside it; other observations add nothing.
+    """
+    if not isinstance(obs, dict):
+        return scene
+    height = scene.shape[0]
+    panels = [scene]
+    for key in sorted(k for k in obs if k.startswith("pixels/")):
+        image = obs[key][0]
+        image = image[..., -3:] if image.shape[-1] >= 3 else jnp.repeat(image[..., -1:], 3, -1)
+        factor = max(1, height // image.shape[0])
+        image = jnp.repeat(jnp.repeat(image, factor, axis=0), factor, axis=1)[:height]
+        pad = height - image.shape[0]
+        image = jnp.pad(image, ((0, pad), (2, 0), (0, 0)), constant_values=255)
+        panels.append(image.astype(scene.dtype))
+    return jnp.concatenate(panels, axis=1)
