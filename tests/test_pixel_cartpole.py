@@ -117,10 +117,3 @@ def test_spaces_for_images_and_dicts():
 def test_bad_camera_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         rollax.make("PixelCartPole-v1", **options)
-
-
-def test_ppo_refuses_image_observations_with_a_message():
-    from rollax.agents.ppo import PPOConfig, make_trainer
-
-    with pytest.raises(ValueError, match="PPO takes no image or dict observations yet"):
-        make_trainer(PPOConfig(), "PixelCartPole-v1")
