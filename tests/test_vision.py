@@ -28,6 +28,9 @@ def test_encoder_shapes_for_small_and_nature_sized_images(pool):
     x = jnp.zeros((2, 5, 32, 48, 3), jnp.uint8)
     params = small.init(jax.random.key(0), x)
     assert small.apply(params, x).shape == (2, 5, 256)
+
+
+def test_nature_encoder_for_large_images():
     nature = CNNEncoder.for_image((84, 84, 3))
     assert nature.kernels == (8, 4, 3) and nature.dense == 512
     y = jnp.zeros((84, 84, 3), jnp.uint8)
