@@ -1,6 +1,6 @@
 """Neural networks: MLP and CNN torsos, actor-critic heads (Flax linen)."""
 
-from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution
+from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution, action_head
 from rollax.networks._distributions import Categorical, DiagGaussian
 from rollax.networks._init import orthogonal
 from rollax.networks._vision import CNNEncoder, Conv, VisionActorCritic, is_image_key
@@ -14,6 +14,7 @@ __all__ = [
     "DiagGaussian",
     "VisionActorCritic",
     "action_distribution",
+    "action_head",
     "is_image_key",
     "orthogonal",
 ]

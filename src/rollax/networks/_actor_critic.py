@@ -13,7 +13,7 @@ from rollax.networks._distributions import Categorical, DiagGaussian
 from rollax.networks._init import orthogonal
 from rollax.spaces import Box, Discrete, Space
 
-__all__ = ["MLP", "ActorCritic", "action_distribution"]
+__all__ = ["MLP", "ActorCritic", "action_distribution", "action_head", "heads"]
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu}
 
@@ -63,14 +63,8 @@ class ActorCritic(nn.Module):
         ``log_std`` is zeros (unused) for a discrete space.
         """
         actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(obs)
-        out = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="actor_head")(actor)
-        if self.discrete:
-            log_std = jnp.zeros((self.action_dim,), jnp.float32)
-        else:
-            log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         critic = MLP(self.hidden_sizes, self.activation, name="critic_torso")(obs)
-        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="critic_head")(critic)
-        return out, log_std, value[..., 0]
+        return heads(self, actor, critic, self.action_dim, self.discrete)
 
     @staticmethod
     def for_space(space: Space, hidden_sizes: Sequence[int], activation: str) -> ActorCritic:
@@ -79,13 +73,40 @@ class ActorCritic(nn.Module):
         Raises:
             TypeError: for an action space that is neither Discrete nor Box.
         """
-        if isinstance(space, Discrete):
-            return ActorCritic(space.n, True, tuple(hidden_sizes), activation)
-        if isinstance(space, Box) and len(space.shape) == 1:
-            return ActorCritic(space.shape[0], False, tuple(hidden_sizes), activation)
-        raise TypeError(
-            f"ActorCritic supports Discrete and one-dimensional Box action spaces, got {space}."
-        )
+        action_dim, discrete = action_head(space)
+        return ActorCritic(action_dim, discrete, tuple(hidden_sizes), activation)
+
+
+def action_head(space: Space) -> tuple[int, bool]:
+    """``(action_dim, discrete)`` of the policy head for an action space.
+
+    Raises:
+        TypeError: for an action space that is neither Discrete nor a 1-D Box.
+    """
+    if isinstance(space, Discrete):
+        return int(space.n), True
+    if isinstance(space, Box) and len(space.shape) == 1:
+        return int(space.shape[0]), False
+    raise TypeError(
+        f"The actor-critics support Discrete and one-dimensional Box action spaces, got {space}."
+    )
+
+
+def heads(
+    module: nn.Module, actor: jax.Array, critic: jax.Array, action_dim: int, discrete: bool
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The policy and value heads on the actor's and critic's features, inside ``module``.
+
+    Returns ``(logits_or_mean (..., A), log_std (A,), value (...))``: a learned,
+    state-independent ``log_std`` for a box, zeros for a discrete space.
+    """
+    out = nn.Dense(action_dim, kernel_init=orthogonal(0.01), name="actor_head")(actor)
+    if discrete:
+        log_std = jnp.zeros((action_dim,), jnp.float32)
+    else:
+        log_std = module.param("log_std", nn.initializers.zeros, (action_dim,))
+    value = nn.Dense(1, kernel_init=orthogonal(1.0), name="critic_head")(critic)
+    return out, log_std, value[..., 0]
 
 
 def action_distribution(

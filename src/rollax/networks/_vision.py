@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.networks._actor_critic import _ACTIVATIONS, MLP
+from rollax.networks._actor_critic import _ACTIVATIONS, MLP, heads
 from rollax.networks._init import orthogonal
 
 __all__ = ["CNNEncoder", "Conv", "VisionActorCritic", "is_image_key"]
@@ -193,16 +193,10 @@ class VisionActorCritic(nn.Module):
             return jnp.concatenate(parts, axis=-1)
 
         actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(torso(self.actor_keys))
-        out = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="actor_head")(actor)
-        if self.discrete:
-            log_std = jnp.zeros((self.action_dim,), jnp.float32)
-        else:
-            log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         critic = MLP(self.hidden_sizes, self.activation, name="critic_torso")(
             torso(self.critic_keys)
         )
-        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="critic_head")(critic)
-        return out, log_std, value[..., 0]
+        return heads(self, actor, critic, self.action_dim, self.discrete)
 
 
 def _name(key: str) -> str:

@@ -21,7 +21,13 @@ import optax
 from rollax._struct import pytree_dataclass
 from rollax.agents.ppo.config import PPOConfig, check_budget
 from rollax.envs import EnvParams, EnvState, VecEnv
-from rollax.networks import ActorCritic, VisionActorCritic, action_distribution, is_image_key
+from rollax.networks import (
+    ActorCritic,
+    VisionActorCritic,
+    action_distribution,
+    action_head,
+    is_image_key,
+)
 from rollax.ops import (
     RunningStats,
     gae,
@@ -30,7 +36,7 @@ from rollax.ops import (
     running_stats,
     update_running_stats,
 )
-from rollax.spaces import Box, Dict, Discrete
+from rollax.spaces import Box, Dict
 from rollax.types import PRNGKey
 
 __all__ = ["PPOHyperParams", "PPOState", "Rollout", "Trainer", "make_trainer"]
@@ -223,14 +229,9 @@ def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
                 f"make_trainer: PPOConfig.{name} names {unknown or 'no keys'}; {env.env_id} "
                 f"observes {sorted(spec)}."
             )
-    if isinstance(actions, Discrete):
-        action_dim, discrete = actions.n, True
-    elif isinstance(actions, Box) and len(actions.shape) == 1:
-        action_dim, discrete = actions.shape[0], False
-    else:
-        raise TypeError(f"PPO supports Discrete and 1-D Box actions, got {actions}.")
+    action_dim, discrete = action_head(actions)
     network = VisionActorCritic(
-        action_dim=int(action_dim),
+        action_dim=action_dim,
         discrete=discrete,
         actor_keys=tuple(actor_keys),
         critic_keys=tuple(critic_keys),
