@@ -208,7 +208,6 @@ def test_next_obs_is_the_final_obs_at_truncation():
     trunc = item.truncated & ~item.terminated
     assert trunc.any()
     # The stored successor is the pre-reset observation: the dynamics from obs, not a reset.
-    first = np.asarray(env.default_params.max_episode_steps)  # noqa: F841  (documentation)
     for b in np.flatnonzero(trunc):
         assert not np.allclose(item.next_obs[b], 0.0)
         # One CartPole step moves the position by tau * velocity: true successor, not a reset.
