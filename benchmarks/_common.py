@@ -73,3 +73,25 @@ def gymnax_cartpole(num_envs: int, num_steps: int) -> Callable[[], tuple]:
 
     key = jax.random.key(2)
     return lambda: rollout(state, key, actions)
+
+
+class FiveValueStep:
+    """gymnax 1.0's environment with the old 5-value step rejax 0.1.3 expects."""
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_env":  # copying builds one without _env
+            raise AttributeError(name)
+        return getattr(self._env, name)
+
+    def step(self, key, state, action, params=None):
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        return obs, state, reward, jnp.logical_or(terminated, truncated), info
+
+    def __hash__(self) -> int:
+        return hash((type(self), id(self._env)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FiveValueStep) and other._env is self._env

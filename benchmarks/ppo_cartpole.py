@@ -38,6 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _common import FiveValueStep
+
 SETTINGS = dict(
     num_envs=5,
     num_steps=100,
@@ -139,28 +141,6 @@ def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> d
 # ---------------------------------------------------------------------------- rejax
 
 
-class _FiveValueStep:
-    """gymnax 1.0's environment with the old 5-value step rejax 0.1.3 expects."""
-
-    def __init__(self, env: Any) -> None:
-        self._env = env
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_env":  # copying builds one without _env
-            raise AttributeError(name)
-        return getattr(self._env, name)
-
-    def step(self, key, state, action, params=None):
-        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-        return obs, state, reward, jnp.logical_or(terminated, truncated), info
-
-    def __hash__(self) -> int:
-        return hash((type(self), id(self._env)))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _FiveValueStep) and other._env is self._env
-
-
 def _rejax_ppo(total: int) -> tuple[Any, Any, Any]:
     """rejax's PPO with the shared settings, training ``total`` steps per ``train`` call
     without its built-in evaluation (evaluated outside, like rollax)."""
@@ -168,7 +148,7 @@ def _rejax_ppo(total: int) -> tuple[Any, Any, Any]:
     from rejax import PPO
 
     env, env_params = gymnax.make("CartPole-v1")
-    env = _FiveValueStep(env)
+    env = FiveValueStep(env)
     algo = PPO.create(
         env=env,
         env_params=env_params,

@@ -77,3 +77,24 @@ def test_buffers_benchmark_ends_with_json():
         assert figures | {"prioritized_sample", "memory", "memory_no_donate"} <= set(table[lib])
         assert table[lib]["memory"]["storage_bytes"] == table[lib]["storage_bytes"]
     assert figures | {"memory", "memory_no_donate"} <= set(table["ratio"])
+
+
+@pytest.mark.slow
+def test_pixels_benchmark_ends_with_json():
+    args = (
+        "--sizes 8 --steps 5 --repeats 1 --gym-frames 5 --cap-s 1 --chunk 2048 --episodes 2 "
+        "--no-augment-run --seeds 1 --minatar-steps 8192"
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "pixels.py"), *args.split()],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["render"]["8"]["rollax_pixel_frames_per_s"] > 0
+    assert report["render"]["gymnasium_rgb_array_frames_per_s"] > 0
+    assert report["pixel_cartpole"]["augment_true"]["curve_steps_train_s_return"]
+    minatar = report["breakout_minatar"]
+    assert {"rollax", "rejax", "ratio_median_wall_s"} <= set(minatar)

@@ -45,9 +45,10 @@ def test_time_limit_is_truncation_and_every_episode_starts_fresh():
     assert len({tuple(row) for row in flat}) == len(flat)  # no start repeats
 
 
-def test_minatar_runs_batched_under_jit():
+def test_minatar_runs_batched_under_jit_with_image_observations():
     env = rollax.make("gymnax/Breakout-MinAtar", num_envs=8)
-    assert env.observation_space.shape == (10, 10, 4)
+    space = env.observation_space["pixels/board"]
+    assert space.shape == (10, 10, 4) and space.dtype == np.uint8
     state, ts = env.reset(jax.random.key(0))
 
     @jax.jit
@@ -59,10 +60,47 @@ def test_minatar_runs_batched_under_jit():
         return jax.lax.scan(body, state, jax.random.split(key, 300))
 
     state, dones = rollout(state, jax.random.key(1))
-    assert ts.obs.shape == (8, 10, 10, 4) and ts.obs.dtype == jnp.float32
+    board = ts.obs["pixels/board"]
+    assert board.shape == (8, 10, 10, 4) and board.dtype == jnp.uint8
+    assert set(np.unique(np.asarray(board))) <= {0, 255}
     assert int(dones.sum()) > 0
+
+
+def test_minatar_image_is_gymnax_board_scaled_to_255():
+    env = rollax.make("gymnax/Breakout-MinAtar")
+    reference, ref_params = gymnax.make("Breakout-MinAtar")
+    state = env.env.reset_env(jax.random.key(3), env.default_params)
+    for t in range(20):
+        k = jax.random.split(state.key)[1]
+        action = jnp.int32(t % 3)
+        with jax.numpy_dtype_promotion("standard"):
+            want, *_ = reference.step_env(k, state.inner, action, ref_params)
+        state, _, _ = env.env.step_env(state, action, env.default_params)
+        got = env.env.observe(state, env.default_params)["pixels/board"]
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want, np.uint8) * 255)
+    flat = rollax.make("gymnax/Breakout-MinAtar", pixels=False)
+    assert flat.observation_space.shape == (10, 10, 4)
+    assert flat.observation_space.dtype == np.float32
+
+
+def test_pixels_option_is_checked():
+    with pytest.raises(ValueError, match="pixels=True needs a 3-D observation"):
+        rollax.make("gymnax/CartPole-v1", pixels=True)
+    with pytest.raises(TypeError, match="pixels must be None, True or False"):
+        rollax.make("gymnax/Breakout-MinAtar", pixels="yes")
 
 
 def test_unknown_gymnax_id_lists_close_matches():
     with pytest.raises(ValueError, match="Did you mean 'gymnax/Breakout-MinAtar'"):
         rollax.make("gymnax/Breakout-MinAtr")
+
+
+def test_states_and_params_are_strongly_typed_so_nothing_compiles_twice():
+    # gymnax builds them from Python numbers; a weak leaf made strong by a step would change
+    # a compiled program's signature between calls.
+    env = rollax.make("gymnax/Breakout-MinAtar", num_envs=4, reset_strategy="pool")
+    state, _ = env.reset(jax.random.key(0))
+    state, _ = jax.jit(env.step)(state, jnp.zeros(4, jnp.int32))
+    leaves = jax.tree_util.tree_leaves_with_path((state, env.default_params))
+    weak = [jax.tree_util.keystr(p) for p, x in leaves if jax.typeof(jnp.asarray(x)).weak_type]
+    assert not weak

@@ -85,3 +85,29 @@ def test_maze_options_are_validated():
         rollax.make("Maze-v0", size=1)
     env = rollax.make("Maze-v0", size=4, view_size=7)
     assert env.observation_space.shape == (7 * 7 * 2,)
+
+
+def test_pixel_maze_renders_the_same_window_the_vector_shows():
+    vector = rollax.make("Maze-v0", num_envs=8)
+    pixels = rollax.make("PixelMaze-v0", num_envs=8)
+    space = pixels.observation_space["pixels/view"]
+    assert space.shape == (20, 20, 3) and space.dtype == np.uint8
+    key = jax.random.key(4)
+    (sv, tv), (sp, tp) = vector.reset(key), pixels.reset(key)
+    step_v, step_p = jax.jit(vector.step), jax.jit(pixels.step)
+    for t in range(30):
+        actions = jnp.asarray((np.arange(8) + t) % 4, jnp.int32)
+        view = np.asarray(tv.obs).reshape(8, 5, 5, 2)
+        image = np.asarray(tp.obs["pixels/view"])
+        assert image.dtype == np.uint8 and image.shape == (8, 20, 20, 3)
+        cells = image[:, 1::4, 1::4]  # one pixel inside each square of the window
+        np.testing.assert_array_equal(cells[:, 2, 2], np.tile([220, 40, 40], (8, 1)))  # agent
+        goal = np.all(cells == [40, 180, 60], axis=-1)
+        wall = np.all(cells == [40, 40, 50], axis=-1)
+        np.testing.assert_array_equal(goal, view[..., 1] == 1)
+        np.testing.assert_array_equal(wall, view[..., 0] == 1)
+        # Each square is cell_pixels x cell_pixels pixels of one colour.
+        np.testing.assert_array_equal(image, np.repeat(np.repeat(cells, 4, 1), 4, 2))
+        (sv, tv), (sp, tp) = step_v(sv, actions), step_p(sp, actions)
+    with pytest.raises(TypeError, match="pixels must be a bool"):
+        rollax.make("Maze-v0", pixels=1)

@@ -81,3 +81,18 @@ def test_bad_keys_are_refused_with_the_observed_keys(changes, message):
     config = PPOConfig(num_envs=8, num_steps=16, total_steps=8 * 16, **changes)
     with pytest.raises(ValueError, match=message):
         make_trainer(config, _pixel_env())
+
+
+@pytest.mark.slow
+def test_ppo_learns_pixel_cartpole_from_images_alone():
+    # The preset (32x64 fixed camera, two stacked frames, images only) on a small budget:
+    # a random policy averages about 22; this reaches well above it.
+    from rollax.agents.ppo import PRESETS
+
+    config = PRESETS["PixelCartPole-v1"].replace(total_steps=65_536)
+    trainer = make_trainer(config, "PixelCartPole-v1")
+    assert set(trainer.env.observation_space.spaces) == {"pixels/fixed"}
+    state = trainer.init(jax.random.key(0))
+    state, _ = trainer.run(state, config.total_steps)
+    returns = np.asarray(trainer.evaluate(state, jax.random.key(1), 32, False))
+    assert returns.mean() >= 50.0, returns.mean()

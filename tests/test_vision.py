@@ -35,6 +35,10 @@ def test_nature_encoder_for_large_images():
     assert nature.kernels == (8, 4, 3) and nature.dense == 512
     y = jnp.zeros((84, 84, 3), jnp.uint8)
     assert nature.apply(nature.init(jax.random.key(0), y), y).shape == (512,)
+    board = CNNEncoder.for_image((10, 10, 4))  # MinAtar
+    assert board.channels == (8,) and board.strides == (1,)
+    b = jnp.zeros((3, 10, 10, 4), jnp.uint8)
+    assert board.apply(board.init(jax.random.key(0), b), b).shape == (3, 128)
 
 
 def test_asymmetric_actor_critic_reads_only_its_keys():

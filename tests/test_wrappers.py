@@ -124,3 +124,29 @@ def test_wrapper_arguments_are_checked():
         FrameStack(CartPole(), 2.0)
     with pytest.raises(TypeError, match="env must be a rollax Environment"):
         FrameStack(rollax.make("CartPole-v1"), 2)
+
+
+def test_make_applies_action_repeat_then_frame_stack():
+    env = rollax.make("PixelCartPole-v1", num_envs=2, height=16, width=32, action_repeat=2,
+                      frame_stack=3)  # fmt: skip
+    assert isinstance(env.env, FrameStack) and isinstance(env.env.env, ActionRepeat)
+    assert env.env.num_frames == 3 and env.env.env.repeat == 2
+    assert env.observation_space["pixels/fixed"].shape == (16, 32, 9)
+    assert not isinstance(rollax.make("CartPole-v1").env, (FrameStack, ActionRepeat))
+    with pytest.raises(ValueError, match=r"frame_stack must be an integer >= 1, got 0"):
+        rollax.make("CartPole-v1", frame_stack=0)
+    with pytest.raises(ValueError, match=r"action_repeat must be an integer >= 1, got 1.5"):
+        rollax.make("CartPole-v1", action_repeat=1.5)
+
+
+def test_ppo_builds_its_wrappers_from_an_id_only():
+    from rollax.agents.ppo import PPOConfig, make_trainer
+
+    config = PPOConfig(num_envs=2, num_steps=8, total_steps=16, num_minibatches=1, frame_stack=2)
+    trainer = make_trainer(config, "CartPole-v1")
+    assert isinstance(trainer.env.env, FrameStack)
+    assert trainer.env.observation_space.shape == (8,)
+    with pytest.raises(ValueError, match="frame_stack=2 and action_repeat=1 apply when env"):
+        make_trainer(config, rollax.make("CartPole-v1", num_envs=2))
+    with pytest.raises(ValueError, match=r"PPOConfig\.frame_stack must be a positive integer"):
+        make_trainer(config.replace(frame_stack=0), "CartPole-v1")

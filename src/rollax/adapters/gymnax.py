@@ -7,7 +7,11 @@ is rollax's (``truncated``, kept apart from gymnax's natural ``terminated``), ``
 the true last observation, autoreset modes and reset strategies work as for every rollax
 environment, and gymnax's params live inside :class:`GymnaxParams` (data, not recompiled).
 
-Observations are float32 (MinAtar's boolean channels become 0.0/1.0).
+Observations are float32, except image observations: a 3-D observation with values in
+``[0, 1]`` (MinAtar's ``10 x 10 x C`` boolean channels) becomes the dict
+``{"pixels/board": uint8 (H, W, C)}`` with 0 and 255, an image that rollax's vision network,
+frame stacking and pixel augmentation take as they take rendered cameras (DESIGN.md 6).
+``pixels=False`` keeps the float32 array instead.
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.envs._base import Environment, EnvParams
-from rollax.spaces import Box, Discrete, Space
+from rollax.spaces import Box, Dict, Discrete, Space
 
 __all__ = ["GymnaxEnv", "GymnaxParams", "GymnaxState"]
 
 PREFIX = "gymnax/"
+
+IMAGE_KEY = "pixels/board"
+"""The observation key of gymnax's image observations (MinAtar's boards)."""
 
 
 @pytree_dataclass
@@ -47,7 +54,7 @@ class GymnaxState:
 
     Attributes:
         inner: gymnax's state.
-        obs: Its current observation, float32.
+        obs: Its current observation: float32, or uint8 ``(H, W, C)`` for an image.
         key: The key its stochastic transitions use (split every step).
     """
 
@@ -74,10 +81,13 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
 
     Args:
         env_id: A gymnax id, e.g. ``"CartPole-v1"`` or ``"Breakout-MinAtar"``.
+        pixels: Observe a 3-D observation in ``[0, 1]`` as ``{"pixels/board": uint8}``
+            (0 or 255); ``None`` (default) does so wherever the observation is one, ``False``
+            keeps float32 arrays, ``True`` requires an image observation.
         **kwargs: Passed to ``gymnax.make``.
     """
 
-    def __init__(self, env_id: str, **kwargs: Any) -> None:
+    def __init__(self, env_id: str, pixels: bool | None = None, **kwargs: Any) -> None:
         import gymnax
 
         if env_id not in gymnax.registered_envs:
@@ -89,7 +99,19 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
             )
         self.env_id = env_id
         self._env, self._params = gymnax.make(env_id, **kwargs)
-        self._observation_space = _space(self._env.observation_space(self._params))
+        if pixels is not None and not isinstance(pixels, bool):
+            raise TypeError(f"pixels must be None, True or False, got {pixels!r}")
+        space = _space(self._env.observation_space(self._params))
+        image = _is_image(space)
+        if pixels and not image:
+            raise ValueError(
+                f"pixels=True needs a 3-D observation with values in [0, 1] (an image such as "
+                f"MinAtar's boards); {env_id!r} observes shape {space.shape}. Use pixels=None."
+            )
+        self.pixels = image if pixels is None else pixels
+        if self.pixels:
+            space = Dict({IMAGE_KEY: Box(0, 255, space.shape, np.uint8)})
+        self._observation_space = space
         self._action_space = _space(self._env.action_space(self._params))
 
     @property
@@ -99,7 +121,8 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
     @property
     def default_params(self) -> GymnaxParams:
         return GymnaxParams(
-            max_episode_steps=np.int32(self._params.max_steps_in_episode), inner=self._params
+            max_episode_steps=np.int32(self._params.max_steps_in_episode),
+            inner=_strong(self._params),
         )
 
     @property
@@ -114,7 +137,7 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
         k_reset, k_steps = jax.random.split(key)
         with jax.numpy_dtype_promotion("standard"):  # gymnax relies on implicit promotion
             obs, inner = self._env.reset_env(k_reset, params.inner)
-        return GymnaxState(inner, jnp.asarray(obs, jnp.float32), k_steps)
+        return GymnaxState(_strong(inner), self._convert(obs), k_steps)
 
     def step_env(
         self, state: GymnaxState, action: jax.Array, params: GymnaxParams
@@ -124,11 +147,38 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
             obs, inner, reward, terminated, _ = self._env.step_env(
                 k_step, state.inner, action, params.inner
             )
-        next_state = GymnaxState(inner, jnp.asarray(obs, jnp.float32), key)
+        next_state = GymnaxState(_strong(inner), self._convert(obs), key)
         return next_state, jnp.asarray(reward, jnp.float32), jnp.asarray(terminated, jnp.bool_)
 
-    def observe(self, state: GymnaxState, params: GymnaxParams) -> jax.Array:
-        return state.obs
+    def observe(self, state: GymnaxState, params: GymnaxParams) -> Any:
+        return {IMAGE_KEY: state.obs} if self.pixels else state.obs
+
+    def _convert(self, obs: jax.Array) -> jax.Array:
+        """The observation as stored: uint8 0/255 for an image, float32 otherwise."""
+        if self.pixels:
+            return jnp.round(jnp.asarray(obs, jnp.float32) * 255).astype(jnp.uint8)
+        return jnp.asarray(obs, jnp.float32)
+
+
+def _strong(tree: Any) -> Any:
+    """``tree`` with every leaf a strongly typed array.
+
+    gymnax builds states and params from Python numbers, which JAX types weakly; a weak leaf
+    that a step makes strong changes the type signature of a state between two calls of a
+    compiled program, which then compiles again (seen: the first chunk of PPO training after
+    ``init`` on MinAtar compiled twice).
+    """
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.result_type(x)), tree)
+
+
+def _is_image(space: Space) -> bool:
+    """A 3-D Box with values in [0, 1]: MinAtar's boolean channels."""
+    return (
+        isinstance(space, Box)
+        and len(space.shape) == 3
+        and bool(np.all(space.low == 0))
+        and bool(np.all(space.high == 1))
+    )
 
 
 def gymnax_ids() -> list[str]:

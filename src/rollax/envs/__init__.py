@@ -2,7 +2,7 @@
 
 from rollax.envs._base import Environment, EnvParams
 from rollax.envs._registry import EnvSpec, make, register, registered_envs, spec
-from rollax.envs._resets import RESET_STRATEGIES, ResetPool
+from rollax.envs._resets import RESET_STRATEGIES, ResetPool, default_reset_strategy
 from rollax.envs._vec_env import AUTORESET_MODES, EnvState, VecEnv
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "EnvState",
     "Environment",
     "VecEnv",
+    "default_reset_strategy",
     "make",
     "register",
     "registered_envs",
@@ -31,3 +32,4 @@ _BUILTIN = {
 }
 for _env_id, _entry_point in _BUILTIN.items():
     register(_env_id, _entry_point)
+register("PixelMaze-v0", "rollax.envs.maze:Maze", pixels=True)

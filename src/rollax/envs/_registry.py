@@ -13,6 +13,7 @@ from typing import Any
 
 from rollax.envs._base import Environment
 from rollax.envs._vec_env import AutoresetMode, VecEnv
+from rollax.envs.wrappers import ActionRepeat, FrameStack
 
 __all__ = ["EnvSpec", "make", "register", "registered_envs", "spec"]
 
@@ -131,6 +132,8 @@ def make(
     reset_strategy: str | None = None,
     block_size: int | None = None,
     refill_size: int | None = None,
+    action_repeat: int = 1,
+    frame_stack: int = 1,
     **options: Any,
 ) -> VecEnv:
     """Build a registered environment.
@@ -142,12 +145,18 @@ def make(
         autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"``; see
             :data:`rollax.envs.AUTORESET_MODES`.
         reset_strategy: How fresh resets are computed, one of
-            :data:`rollax.envs.RESET_STRATEGIES`; ``None`` for the default: ``"pool"``
-            from 16 environments, ``"on_done"`` below and for a single environment.
+            :data:`rollax.envs.RESET_STRATEGIES`; ``None`` for the default of
+            :func:`rollax.envs.default_reset_strategy` (on the CPU ``"pool"`` from 16
+            environments, ``"on_done"`` below; on accelerators ``"every_step"``, or
+            ``"pool"`` for an environment with a costly reset).
         block_size: ``"compact"`` only: environments reset per block (default derived from
             ``num_envs`` and the episode limit).
         refill_size: ``"pool"`` only: fresh states drawn per refill, at least ``num_envs``
             (default ``max(num_envs, 64)``).
+        action_repeat: Repeat each action this many dynamics steps, observing (rendering)
+            once per agent step (:class:`~rollax.envs.wrappers.ActionRepeat`); 1: off.
+        frame_stack: Observe the last this many observations stacked along the last axis
+            (:class:`~rollax.envs.wrappers.FrameStack`, applied after action repeat); 1: off.
         **options: Keyword arguments of the environment's constructor.
 
     Returns:
@@ -166,7 +175,14 @@ def make(
     factory = env_spec.load()
     kwargs = {**env_spec.kwargs, **options}
     _check_options(env_id, factory, kwargs)
+    for name, value in (("action_repeat", action_repeat), ("frame_stack", frame_stack)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"make({env_id!r}): {name} must be an integer >= 1, got {value!r}.")
     env = factory(**kwargs)
+    if action_repeat > 1:
+        env = ActionRepeat(env, action_repeat)
+    if frame_stack > 1:
+        env = FrameStack(env, frame_stack)
     return VecEnv(
         env,
         num_envs=num_envs,

@@ -19,7 +19,7 @@ import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.envs._base import Environment, EnvParams
-from rollax.spaces import Box, Discrete
+from rollax.spaces import Box, Dict, Discrete
 
 __all__ = ["Maze", "MazeParams", "MazeState"]
 
@@ -70,16 +70,22 @@ class Maze(Environment[MazeState, MazeParams]):
 
     Actions: Discrete(4), move up, right, down or left (into a wall: stay). Observation:
     float32 ``(view_size * view_size * 2,)``, the flattened window around the agent with a
-    wall channel and a goal channel.
+    wall channel and a goal channel; with ``pixels``, the same window rendered from above as
+    ``{"pixels/view": uint8 (view_size * cell_pixels, view_size * cell_pixels, 3)}``
+    (walls dark, free squares light, the goal green, the agent red at the centre).
 
     Args:
         size: Cells per side; the grid including walls is ``2 * size + 1`` squares wide.
         view_size: Side of the square window the agent sees; odd.
+        pixels: Observe the window as a rendered image instead of a vector.
+        cell_pixels: Pixels per grid square in the image (``pixels`` only).
     """
 
     costly_reset = True  # a fresh layout is ~100x a step (benchmarks/autoreset.py)
 
-    def __init__(self, size: int = 6, view_size: int = 5) -> None:
+    def __init__(
+        self, size: int = 6, view_size: int = 5, pixels: bool = False, cell_pixels: int = 4
+    ) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 2:
             raise ValueError(f"Maze: size must be an integer >= 2, got {size!r}.")
         if isinstance(view_size, bool) or not isinstance(view_size, int) or view_size < 1:
@@ -89,8 +95,19 @@ class Maze(Environment[MazeState, MazeParams]):
                 f"Maze: view_size must be odd so the agent is at the centre, got {view_size}; "
                 f"use {view_size - 1} or {view_size + 1}."
             )
+        if not isinstance(pixels, bool):
+            raise TypeError(f"Maze: pixels must be a bool, got {pixels!r}.")
+        if isinstance(cell_pixels, bool) or not isinstance(cell_pixels, int) or cell_pixels < 1:
+            raise ValueError(f"Maze: cell_pixels must be a positive integer, got {cell_pixels!r}.")
         self.size = size
         self.view_size = view_size
+        self.pixels = pixels
+        self.cell_pixels = cell_pixels
+
+    @property
+    def name(self) -> str:
+        """``"PixelMaze"`` with ``pixels``, else ``"Maze"``."""
+        return "PixelMaze" if self.pixels else "Maze"
 
     @property
     def grid_side(self) -> int:
@@ -102,7 +119,10 @@ class Maze(Environment[MazeState, MazeParams]):
         return MazeParams()
 
     @property
-    def observation_space(self) -> Box:
+    def observation_space(self) -> Box | Dict:
+        if self.pixels:
+            side = self.view_size * self.cell_pixels
+            return Dict({"pixels/view": Box(0, 255, (side, side, 3), np.uint8)})
         return Box(0.0, 1.0, (self.view_size * self.view_size * 2,))
 
     @property
@@ -208,18 +228,33 @@ class Maze(Environment[MazeState, MazeParams]):
         reward = jnp.where(at_goal, params.goal_reward, params.step_reward)
         return state.replace(agent=agent), reward, at_goal
 
-    def observe(self, state: MazeState, params: MazeParams) -> jax.Array:
+    def observe(self, state: MazeState, params: MazeParams) -> Any:
+        walls, goal = self._window(state)
+        if self.pixels:
+            return {"pixels/view": self.render_view(walls, goal)}
+        return jnp.stack([walls.astype(jnp.float32), goal.astype(jnp.float32)], -1).reshape(-1)
+
+    def _window(self, state: MazeState) -> tuple[jax.Array, jax.Array]:
+        """The agent's window: walls (uint8) and goal (bool), each ``(view_size, view_size)``."""
         v = self.view_size
         corner = state.agent - v // 2
         walls = jax.lax.dynamic_slice(state.walls, (corner[0], corner[1]), (v, v))
-        offset = state.goal - corner
-        visible = jnp.all((offset >= 0) & (offset < v))
-        goal = (
-            jnp.zeros((v, v), jnp.float32)
-            .at[offset[0], offset[1]]
-            .set(jnp.where(visible, 1.0, 0.0), mode="drop")
+        rows = jnp.arange(v)[:, None] + corner[0]
+        cols = jnp.arange(v)[None, :] + corner[1]
+        goal = (rows == state.goal[0]) & (cols == state.goal[1])
+        return walls, goal
+
+    def render_view(self, walls: jax.Array, goal: jax.Array) -> jax.Array:
+        """The window as an image: uint8 ``(view_size * cell_pixels,) * 2 + (3,)``."""
+        v = self.view_size
+        centre = jnp.zeros((v, v), jnp.bool_).at[v // 2, v // 2].set(True)
+        color = _paint(
+            [centre, goal, walls.astype(jnp.bool_)],
+            [(220, 40, 40), (40, 180, 60), (40, 40, 50)],
+            (235, 235, 235),
         )
-        return jnp.stack([walls.astype(jnp.float32), goal], axis=-1).reshape(-1)
+        cp = self.cell_pixels
+        return jnp.repeat(jnp.repeat(color, cp, axis=0), cp, axis=1)
 
     # ------------------------------------------------------------------ inspection
 

@@ -46,6 +46,11 @@ class PPOConfig:
     """Weight of the value loss."""
     max_grad_norm: float = 0.5
     """Gradients are rescaled to at most this global norm."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this before advantages and value targets (Brax's
+    reward_scaling): keeps values of order one where returns are large, so that the value
+    loss does not swamp the policy's gradient in a shared encoder. Reported returns are
+    unscaled."""
     normalize_obs: bool = False
     """Normalize observations with running statistics kept in the training state (off for
     CartPole, whose observations are already of order one and whose late, narrow state
@@ -68,6 +73,12 @@ class PPOConfig:
     """Largest shift of augment_pixels, in pixels."""
     encoder_layer_norm: bool = False
     """Dict observations: per-channel layer normalization in the CNN encoders."""
+    frame_stack: int = 1
+    """Observe the last frame_stack observations stacked on the last axis (rollax.make's
+    option; applied when the trainer builds the environment from its id). 1: off."""
+    action_repeat: int = 1
+    """Repeat each action this many dynamics steps, rendering once (rollax.make's option;
+    applied when the trainer builds the environment from its id). 1: off."""
 
     @property
     def batch_size(self) -> int:
@@ -83,11 +94,13 @@ class PPOConfig:
             "num_epochs",
             "num_minibatches",
             "num_seeds",
+            "frame_stack",
+            "action_repeat",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"PPOConfig.{name} must be a positive integer, got {value!r}.")
-        for name in ("learning_rate", "max_grad_norm", "clip_eps"):
+        for name in ("learning_rate", "max_grad_norm", "clip_eps", "reward_scale"):
             value = getattr(self, name)
             if not value > 0:
                 raise ValueError(f"PPOConfig.{name} must be positive, got {value!r}.")
@@ -172,6 +185,29 @@ PRESETS: dict[str, PPOConfig] = {
         clip_eps=0.2,
         max_grad_norm=0.5,
         normalize_obs=True,
+    ),
+    "PixelCartPole-v1": PPOConfig(
+        num_envs=16,
+        num_steps=128,
+        total_steps=524_288,
+        num_epochs=4,
+        num_minibatches=8,
+        learning_rate=1e-3,
+        reward_scale=0.1,
+        hidden_sizes=(256,),
+        activation="relu",
+        frame_stack=2,
+    ),
+    "gymnax/Breakout-MinAtar": PPOConfig(
+        num_envs=64,
+        num_steps=128,
+        total_steps=1_048_576,
+        num_epochs=2,
+        num_minibatches=8,
+        learning_rate=1e-3,
+        gamma=0.999,
+        hidden_sizes=(256,),
+        activation="relu",
     ),
 }
 """Per-environment defaults where CartPole's would not solve the task."""

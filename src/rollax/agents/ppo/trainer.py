@@ -55,6 +55,7 @@ class PPOHyperParams:
         ent_coef: Entropy bonus weight.
         vf_coef: Value loss weight.
         max_grad_norm: Global gradient norm bound.
+        reward_scale: Factor applied to rewards before advantages and value targets.
     """
 
     learning_rate: jax.Array
@@ -65,6 +66,7 @@ class PPOHyperParams:
     ent_coef: jax.Array
     vf_coef: jax.Array
     max_grad_norm: jax.Array
+    reward_scale: jax.Array
 
 
 @pytree_dataclass
@@ -248,8 +250,9 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
 
     Args:
         config: The configuration; checked here, before anything compiles.
-        env: A registered id (built with ``num_envs = num_seeds * num_envs``) or a ``VecEnv``
-            with exactly that many environments.
+        env: A registered id (built with ``num_envs = num_seeds * num_envs`` and the
+            config's ``frame_stack`` and ``action_repeat``) or a ``VecEnv`` with exactly that
+            many environments (wrapped as it should be).
         **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
 
     Raises:
@@ -260,7 +263,20 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
     config.validate()
     total = config.num_seeds * config.num_envs
     if isinstance(env, str):
-        env = make(env, num_envs=total, **make_options)
+        env = make(
+            env,
+            num_envs=total,
+            frame_stack=config.frame_stack,
+            action_repeat=config.action_repeat,
+            **make_options,
+        )
+    elif (config.frame_stack, config.action_repeat) != (1, 1):
+        raise ValueError(
+            f"make_trainer: frame_stack={config.frame_stack} and "
+            f"action_repeat={config.action_repeat} apply when env is an id; a VecEnv comes "
+            f"built, so build it with rollax.make(..., frame_stack=..., action_repeat=...) "
+            f"and leave both at 1."
+        )
     if env.num_envs != total:
         raise ValueError(
             f"make_trainer: the environment batch must hold num_seeds * num_envs = {total} "
@@ -337,6 +353,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             ent_coef=scalar(config.ent_coef),
             vf_coef=scalar(config.vf_coef),
             max_grad_norm=scalar(config.max_grad_norm),
+            reward_scale=scalar(config.reward_scale),
         )
         stats = jax.vmap(lambda _: new_stats())(jnp.arange(seeds))
         return PPOState(
@@ -443,7 +460,7 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
     ) -> tuple:
         """One seed's PPO update on its rollout (leaves ``(T, N, ...)``)."""
         advantage, target = gae(
-            data.reward,
+            data.reward * hp.reward_scale,
             data.value,
             data.next_value,
             data.terminated,

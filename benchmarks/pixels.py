@@ -1,0 +1,299 @@
+"""Pixels: rendering throughput, PPO on pixel CartPole, and PPO on Breakout-MinAtar vs rejax.
+
+Three parts, in one process (``--parts`` picks some):
+
+``render``: frames per second of ``PixelCartPole-v1`` at its default resolution (one
+  camera), ``--sizes`` environments (256 and 1,024) stepped with random actions inside one
+  jitted ``lax.scan`` of ``--steps`` steps (dynamics, autoreset and rendering: the whole
+  step), median over ``--repeats``; beside it the same batch of state-only ``CartPole-v1``
+  (the cost of stepping without drawing), and Gymnasium's own CartPole renderer
+  (``render_mode="rgb_array"``, pygame, 600x400, one environment: what a user of Gymnasium
+  renders with) over ``--gym-frames`` frames.
+
+``cartpole``: PPO from pixels with ``PRESETS["PixelCartPole-v1"]`` (the preset
+  ``rollax train ppo --env PixelCartPole-v1`` uses: default resolution, frame stack),
+  with and without ``augment_pixels``. Training runs in chunks of ``--chunk`` steps; after
+  each, the policy is evaluated on ``--episodes`` episodes with sampled actions (not timed).
+  Time to 400 = compile (``trainer.warmup``) + training time up to the first evaluation with
+  a mean return >= 400; a run stops there or after ``--cap-s`` seconds of training.
+
+``minatar``: ``gymnax/Breakout-MinAtar`` for ``--minatar-steps`` (1M) environment steps,
+  ``--seeds`` (3) seeds one after the other, rollax's PPO with its vision network
+  (``PRESETS["gymnax/Breakout-MinAtar"]``, images ``{"pixels/board": uint8 10x10x4}``) and
+  rejax's PPO with its MinAtar settings (64 envs, 128 steps, 4 epochs, 8 minibatches,
+  lr 5e-4, gamma 0.999, a 256x256 MLP on the flattened board, rejax's defaults otherwise:
+  swish, lambda 0.95, clip 0.2, entropy 0.01, no gradient clipping, constant learning
+  rate). Wall time per seed = compile + training of the whole budget. Final return = mean
+  over ``--episodes`` episodes of the final policy with sampled actions, each library with
+  its own evaluator, not timed. rejax 0.1.3 expects gymnax's old 5-value ``step``; its
+  environment is adapted (done = terminated or truncated).
+
+Ratios are rollax / peer. The last line printed is one JSON object with every figure.
+
+Usage:
+    python benchmarks/pixels.py [--parts render cartpole minatar] [--seeds 3]
+        [--minatar-steps 1000000] [--cap-s 900] [--sizes 256 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from _common import FiveValueStep, median_seconds, random_actions, rollax_rollout
+
+PIXEL_TARGET = 400.0
+
+REJAX_MINATAR = dict(
+    num_envs=64,
+    num_steps=128,
+    num_epochs=4,
+    num_minibatches=8,
+    learning_rate=5e-4,
+    gamma=0.999,
+)
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def render_throughput(sizes: list[int], steps: int, repeats: int, gym_frames: int) -> dict:
+    """Frames/s of PixelCartPole-v1 next to state-only CartPole and Gymnasium's renderer."""
+    import rollax
+
+    results: dict[str, Any] = {}
+    for n in sizes:
+        actions = random_actions(steps, n)
+        pixel = rollax.make("PixelCartPole-v1", num_envs=n)
+        state_only = rollax.make("CartPole-v1", num_envs=n)
+        row = {
+            "rollax_pixel_frames_per_s": n
+            * steps
+            / median_seconds(rollax_rollout(pixel, actions), repeats),
+            "rollax_state_steps_per_s": n
+            * steps
+            / median_seconds(rollax_rollout(state_only, actions), repeats),
+        }
+        results[str(n)] = row
+        print(f"render {n:>5} envs: PixelCartPole {row['rollax_pixel_frames_per_s']:>12,.0f} "
+              f"frames/s | CartPole (no pixels) {row['rollax_state_steps_per_s']:>12,.0f} "
+              "steps/s", flush=True)  # fmt: skip
+    gym = gymnasium_frames_per_s(gym_frames, repeats)
+    results["gymnasium_rgb_array_frames_per_s"] = gym
+    if gym:
+        for n in sizes:
+            row = results[str(n)]
+            row["ratio_rollax_over_gymnasium"] = row["rollax_pixel_frames_per_s"] / gym
+        ratio = results[str(sizes[-1])]["ratio_rollax_over_gymnasium"]
+        print(f"render gymnasium CartPole rgb_array (600x400, 1 env): {gym:,.0f} frames/s; "
+              f"ratio rollax/gymnasium at {sizes[-1]} envs: {ratio:.0f}", flush=True)  # fmt: skip
+    return results
+
+
+def gymnasium_frames_per_s(frames: int, repeats: int) -> float | None:
+    """Gymnasium's CartPole stepped and rendered to rgb arrays (``None`` without pygame)."""
+    import gymnasium
+
+    try:
+        import pygame  # noqa: F401
+    except ImportError:
+        print("pygame is missing: Gymnasium's renderer is not measured.", flush=True)
+        return None
+    env = gymnasium.make("CartPole-v1", render_mode="rgb_array")
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def run() -> None:
+        for _ in range(frames):
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(2)))
+            env.render()
+            if terminated or truncated:
+                env.reset()
+
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    env.close()
+    return frames / statistics.median(times)
+
+
+# ---------------------------------------------------------------------------- pixel CartPole
+
+
+def pixel_cartpole_time_to(
+    augment: bool, cap_s: float, chunk: int, episodes: int, seed: int
+) -> dict[str, Any]:
+    """Train PPO from pixels until an evaluation reaches PIXEL_TARGET or cap_s runs out."""
+    from rollax.agents.ppo import PRESETS, make_trainer
+
+    config = PRESETS["PixelCartPole-v1"].replace(augment_pixels=augment)
+    chunk = max(chunk // config.batch_size, 1) * config.batch_size
+    start = time.perf_counter()
+    trainer = make_trainer(config, "PixelCartPole-v1")
+    trainer.warmup([(episodes, False)])
+    state = jax.block_until_ready(trainer.init(jax.random.key(seed)))
+    compile_s = time.perf_counter() - start
+    key = jax.random.key(10_000 + seed)
+    train_s, steps, curve, reached_at = 0.0, 0, [], None
+    while steps < config.total_steps and train_s < cap_s:
+        start = time.perf_counter()
+        state, _ = trainer.run(state, chunk)
+        jax.block_until_ready(state)
+        train_s += time.perf_counter() - start
+        steps += chunk
+        key, k = jax.random.split(key)
+        mean = float(np.mean(np.asarray(trainer.evaluate(state, k, episodes, False))))
+        curve.append([steps, round(train_s, 2), round(mean, 1)])
+        print(f"pixel CartPole augment={augment}: {steps:>8,} steps, {train_s:7.1f} s "
+              f"training, evaluation return {mean:6.1f}", flush=True)  # fmt: skip
+        if mean >= PIXEL_TARGET:
+            reached_at = steps
+            break
+    return {
+        "augment_pixels": augment,
+        "reached": reached_at is not None,
+        "steps_to_target": reached_at,
+        "compile_s": compile_s,
+        "train_s": train_s,
+        "total_s_to_target": compile_s + train_s if reached_at else None,
+        "steps_per_s": steps / train_s,
+        "curve_steps_train_s_return": curve,
+    }
+
+
+# ---------------------------------------------------------------------------- MinAtar
+
+
+def rollax_minatar(seed: int, total: int, episodes: int) -> dict[str, Any]:
+    """rollax PPO with the vision network on Breakout-MinAtar: wall time and final return."""
+    from rollax.agents.ppo import PRESETS, make_trainer
+
+    config = PRESETS["gymnax/Breakout-MinAtar"].replace(total_steps=total)
+    jax.clear_caches()
+    start = time.perf_counter()
+    trainer = make_trainer(config, "gymnax/Breakout-MinAtar")
+    trainer.warmup()
+    state = trainer.init(jax.random.key(seed))
+    state, _ = trainer.run(state, total)
+    jax.block_until_ready(state)
+    wall = time.perf_counter() - start
+    returns = trainer.evaluate(state, jax.random.key(10_000 + seed), episodes, False)
+    return {"wall_s": wall, "final_return": float(np.mean(np.asarray(returns)))}
+
+
+def rejax_minatar(seed: int, total: int, episodes: int) -> dict[str, Any]:
+    """rejax's PPO with its MinAtar settings: wall time and final return."""
+    import gymnax
+    from rejax import PPO
+    from rejax.evaluate import evaluate
+
+    env, env_params = gymnax.make("Breakout-MinAtar")
+    env = FiveValueStep(env)
+    algo = PPO.create(
+        env=env,
+        env_params=env_params,
+        agent_kwargs={"hidden_layer_sizes": (256, 256)},
+        **REJAX_MINATAR,
+        total_timesteps=total,
+        eval_freq=total,
+        skip_initial_evaluation=True,
+    )
+    algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
+    jax.clear_caches()
+    start = time.perf_counter()
+    train = jax.jit(lambda key: algo.train(key)[0])
+    ts = jax.block_until_ready(train(jax.random.key(seed)))
+    wall = time.perf_counter() - start
+    horizon = int(env_params.max_steps_in_episode)
+    returns = jax.jit(
+        lambda ts, key: evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
+    )(ts, jax.random.key(10_000 + seed))
+    return {"wall_s": wall, "final_return": float(np.mean(np.asarray(returns)))}
+
+
+def minatar(seeds: int, total: int, episodes: int) -> dict[str, Any]:
+    """Both libraries, seed after seed, and the median figures."""
+    from rollax.agents.ppo import PRESETS
+
+    report: dict[str, Any] = {
+        "rollax_config": dataclasses.asdict(PRESETS["gymnax/Breakout-MinAtar"]),
+        "rejax_settings": {**REJAX_MINATAR, "hidden_layer_sizes": [256, 256]},
+    }
+    for name, fn in (("rejax", rejax_minatar), ("rollax", rollax_minatar)):
+        runs = []
+        for seed in range(seeds):
+            runs.append(fn(seed, total, episodes))
+            print(f"Breakout-MinAtar {name:6s} seed {seed}: {total:,} steps in "
+                  f"{runs[-1]['wall_s']:.1f} s (compile included), final return "
+                  f"{runs[-1]['final_return']:.1f}", flush=True)  # fmt: skip
+        report[name] = {
+            "runs": runs,
+            "median_return": statistics.median(r["final_return"] for r in runs),
+            "min_return": min(r["final_return"] for r in runs),
+            "median_wall_s": statistics.median(r["wall_s"] for r in runs),
+        }
+    report["ratio_median_return"] = report["rollax"]["median_return"] / max(
+        report["rejax"]["median_return"], 1e-9
+    )
+    report["ratio_median_wall_s"] = (
+        report["rollax"]["median_wall_s"] / report["rejax"]["median_wall_s"]
+    )
+    print(f"Breakout-MinAtar medians: return rollax {report['rollax']['median_return']:.1f} vs "
+          f"rejax {report['rejax']['median_return']:.1f}; wall rollax "
+          f"{report['rollax']['median_wall_s']:.1f} s vs rejax "
+          f"{report['rejax']['median_wall_s']:.1f} s (ratio "
+          f"{report['ratio_median_wall_s']:.2f})", flush=True)  # fmt: skip
+    return report
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", nargs="+", default=["render", "cartpole", "minatar"],
+                        choices=["render", "cartpole", "minatar"])  # fmt: skip
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
+    parser.add_argument("--steps", type=int, default=100, help="steps per timed render scan")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--gym-frames", type=int, default=500)
+    parser.add_argument("--cap-s", type=float, default=900.0, help="training seconds per run")
+    parser.add_argument("--chunk", type=int, default=16_384, help="steps between evaluations")
+    parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes")
+    parser.add_argument("--no-augment-run", action="store_true",
+                        help="pixel CartPole: only the run with augmentation")  # fmt: skip
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--minatar-steps", type=int, default=1_048_576)
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
+    report: dict[str, Any] = {"args": vars(args)}
+    if "render" in args.parts:
+        report["render"] = render_throughput(args.sizes, args.steps, args.repeats,
+                                             args.gym_frames)  # fmt: skip
+    if "cartpole" in args.parts:
+        runs = {}
+        for augment in (False, True):
+            if augment is False and args.no_augment_run:
+                continue
+            runs[f"augment_{str(augment).lower()}"] = pixel_cartpole_time_to(
+                augment, args.cap_s, args.chunk, args.episodes, seed=0
+            )
+        report["pixel_cartpole"] = runs
+    if "minatar" in args.parts:
+        report["breakout_minatar"] = minatar(args.seeds, args.minatar_steps, args.episodes)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
