@@ -202,3 +202,20 @@ def test_pixel_training_and_a_video_of_what_the_agent_saw(tmp_path, cli_env):
     frames = iio.imread(video)
     # The 120 x 288 scene, then the agent's 32 x 64 camera scaled by 3 (and a 2-pixel gap).
     assert frames.shape[1:] == (120, 288 + 2 + 64 * 3, 3)
+
+
+def test_minatar_trains_from_its_board_and_the_video_shows_the_board(tmp_path, cli_env):
+    run_dir = tmp_path / "minatar"
+    rollax(
+        "train", "ppo", "--env", "gymnax/Breakout-MinAtar", *TINY, "--total-steps", "128",
+        "--eval-episodes", "0", "--run-dir", str(run_dir), env=cli_env,
+    )  # fmt: skip
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["ppo"]["gamma"] == 0.999  # the preset, under the command line's sizes
+    video = tmp_path / "board.gif"
+    rollax("eval", str(run_dir), "--episodes", "1", "--video", str(video), env=cli_env)
+    frames = iio.imread(video)
+    # No renderer: the 10x10 board alone, scaled by 10, each object kind in its colour.
+    assert frames.shape[1:] == (100, 102, 3)
+    colours = {tuple(c) for c in frames[0, :, 2:].reshape(-1, 3)}
+    assert (0, 0, 0) in colours and len(colours) >= 3

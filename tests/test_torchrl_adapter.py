@@ -68,3 +68,16 @@ def test_collector_with_step_and_maybe_reset():
         assert np.isfinite(batch["next", "observation"].numpy()).all()
     collector.shutdown()
     assert frames == 1024 and episodes > 0
+
+
+def test_dict_observations_become_nested_entries_with_their_dtypes():
+    env = RollaxEnv("PixelCartPole-v1", 3, height=16, width=32, cameras=("fixed", "follow"),
+                    state=True)  # fmt: skip
+    check_env_specs(env, break_when_any_done="both")
+    rollout = env.rollout(5, break_when_any_done=False)
+    fixed = rollout["next", "pixels", "fixed"]
+    assert fixed.dtype == torch.uint8 and fixed.shape == (3, 5, 16, 32, 3)
+    assert rollout["pixels", "follow"].shape == (3, 5, 16, 32, 3)
+    assert rollout["state"].dtype == torch.float32 and rollout["state"].shape == (3, 5, 4)
+    # The state entry is CartPole's state: the cart moves as the pixels say it does.
+    assert not torch.equal(rollout["state"][:, 0], rollout["next", "state"][:, -1])

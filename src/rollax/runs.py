@@ -497,12 +497,23 @@ def check_video_path(path: str | Path, directory: str | Path | None = None) -> P
         from rollax.envs import make
 
         env_id = json.loads(config_path.read_text())["env"]
-        if not make(env_id).can_render:
+        env = make(env_id)
+        if not env.can_render and not _image_keys(env.observation_space):
             raise ValueError(
-                f"--video: {env_id} cannot render (it has no render method); the "
-                f"classic-control environments and Maze-v0 can."
+                f"--video: {env_id} cannot render (it has no render method) and observes no "
+                f"images; the classic-control environments, the mazes, PixelCartPole-v1 and "
+                f"gymnax's MinAtar games can be recorded."
             )
     return path
+
+
+def _image_keys(space: Any) -> list[str]:
+    """The ``"pixels/..."`` keys of a dict observation space (none for other spaces)."""
+    from rollax.spaces import Dict
+
+    if not isinstance(space, Dict):
+        return []
+    return sorted(k for k in space.spaces if k.startswith("pixels/"))
 
 
 def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple[Path, float]:
@@ -545,16 +556,21 @@ def _record_episode(run: _Run) -> tuple[np.ndarray, float]:
     trainer = run.trainer
     seeds = run.algo_config.num_seeds
     env = VecEnv(trainer.env.env, seeds, "disabled", "on_done", trainer.env.env_id)
-    if not env.can_render:
+    if not env.can_render and not _image_keys(env.observation_space):
         env.render(None)  # raises the TypeError that explains it
     horizon = int(env.default_params.max_episode_steps)
     params = run.state.env_params
+
+    def frame_of(env_state: Any, obs: Any) -> jax.Array:
+        """The scene with the agent's view beside it, or the view alone without a renderer."""
+        scene = env.render(env_state, params)[0] if env.can_render else None
+        return _with_agent_view(scene, obs)
 
     @jax.jit
     def episode(state: Any, key: jax.Array) -> tuple:
         k_reset, k_act = jax.random.split(key)
         env_state, ts = env.reset(k_reset, params)
-        first = _with_agent_view(env.render(env_state, params)[0], ts.obs)
+        first = frame_of(env_state, ts.obs)
 
         def step(carry: tuple, key: jax.Array) -> tuple:
             env_state, obs, done, total = carry
@@ -562,7 +578,7 @@ def _record_episode(run: _Run) -> tuple[np.ndarray, float]:
             action = trainer.act(state, obs, key, True)[:, 0]
             env_state, ts = env.step(env_state, action.astype(env.action_space.dtype), params)
             total = total + jnp.where(done, 0.0, ts.reward)
-            frame = _with_agent_view(env.render(env_state, params)[0], ts.obs)
+            frame = frame_of(env_state, ts.obs)
             return (env_state, ts.obs, done | ts.done, total), (frame, done[0])
 
         carry = (env_state, ts.obs, jnp.zeros(seeds, jnp.bool_), jnp.zeros(seeds, jnp.float32))
@@ -578,23 +594,47 @@ def _record_episode(run: _Run) -> tuple[np.ndarray, float]:
     return np.concatenate([first[None], frames[:length]]), float(total)
 
 
-def _with_agent_view(scene: jax.Array, obs: Any) -> jax.Array:
+def _with_agent_view(scene: jax.Array | None, obs: Any) -> jax.Array:
     """The rendered scene, and to its right what the agent saw (each camera's newest frame).
 
     For dict observations with ``"pixels/..."`` images (first environment of the batch),
-    each image's last three channels (the newest frame of a stack) are scaled up by a whole
-    factor to the scene's height and placed beside it; other observations add nothing.
+    each image (:func:`_as_rgb`) is scaled up by a whole factor to the scene's height (at
+    least 96 pixels without a scene) and placed beside it; other observations add nothing.
     """
-    if not isinstance(obs, dict):
-        return scene
-    height = scene.shape[0]
-    panels = [scene]
-    for key in sorted(k for k in obs if k.startswith("pixels/")):
-        image = obs[key][0]
-        image = image[..., -3:] if image.shape[-1] >= 3 else jnp.repeat(image[..., -1:], 3, -1)
-        factor = max(1, height // image.shape[0])
-        image = jnp.repeat(jnp.repeat(image, factor, axis=0), factor, axis=1)[:height]
-        pad = height - image.shape[0]
-        image = jnp.pad(image, ((0, pad), (2, 0), (0, 0)), constant_values=255)
-        panels.append(image.astype(scene.dtype))
-    return jnp.concatenate(panels, axis=1)
+    panels = [] if scene is None else [scene]
+    height = 96 if scene is None else scene.shape[0]
+    keys = sorted(k for k in obs if k.startswith("pixels/")) if isinstance(obs, dict) else []
+    for key in keys:
+        image = _as_rgb(obs[key][0])
+        factor = max(1, -(-height // image.shape[0]) if scene is None else height // image.shape[0])
+        image = jnp.repeat(jnp.repeat(image, factor, axis=0), factor, axis=1)
+        height = max(height, image.shape[0]) if scene is None else height
+        image = image[:height]
+        image = jnp.pad(image, ((0, height - image.shape[0]), (2, 0), (0, 0)), constant_values=255)
+        panels.append(image)
+    return jnp.concatenate(panels, axis=1) if panels else scene
+
+
+_BOARD_COLORS = np.array(
+    [[230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200], [245, 130, 48],
+     [145, 30, 180], [70, 240, 240], [240, 50, 230], [210, 245, 60], [128, 128, 128]],
+    np.uint8,
+)  # fmt: skip
+"""Colours of the channels of a board-like image (MinAtar's), channel by channel."""
+
+
+def _as_rgb(image: jax.Array) -> jax.Array:
+    """uint8 ``(H, W, 3)`` of one observed image.
+
+    Images whose channels come in threes (RGB frames, stacked or not) show their newest
+    frame, the last three channels. Other images (MinAtar's boards: one channel per kind of
+    object) are painted: each pixel takes the colour of its highest lit channel, black where
+    none is lit.
+    """
+    channels = image.shape[-1]
+    if channels % 3 == 0:
+        return image[..., -3:].astype(jnp.uint8)
+    colors = jnp.asarray(_BOARD_COLORS[np.arange(channels) % len(_BOARD_COLORS)])
+    lit = image > 0
+    top = channels - 1 - jnp.argmax(lit[..., ::-1], axis=-1)
+    return jnp.where(lit.any(-1, keepdims=True), colors[top], jnp.zeros((), jnp.uint8))

@@ -6,6 +6,10 @@ one compiled JAX call, tensors cross between JAX and PyTorch through DLPack, the
 rollax runs with autoreset disabled and TorchRL resets), ``done``/``terminated``/``truncated``
 are kept apart, and a partial reset through ``"_reset"`` resets only the masked environments,
 each with fresh randomness.
+
+A vector observation is the ``"observation"`` entry. Dict observations (DESIGN.md 6) become
+one entry per key, a ``"/"`` in a key nesting it: ``{"pixels/fixed": uint8 (H, W, 3),
+"state": ...}`` is ``("pixels", "fixed")`` (uint8) and ``"state"``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,37 @@ def _to_torch(x: jax.Array, device: torch.device) -> torch.Tensor:
 
 def _to_jax(x: torch.Tensor) -> jax.Array:
     return jnp.from_dlpack(x.detach().contiguous().cpu())
+
+
+def _box_spec(space: rspaces.Box, n: int) -> Bounded | Unbounded:
+    """The TorchRL spec of ``n`` stacked values of a Box (uint8 images stay uint8)."""
+    shape = (n, *space.shape)
+    dtype = torch.uint8 if np.dtype(space.dtype) == np.uint8 else torch.float32
+    if np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)):
+        low = torch.as_tensor(np.broadcast_to(space.low, space.shape).copy()).to(dtype)
+        high = torch.as_tensor(np.broadcast_to(space.high, space.shape).copy()).to(dtype)
+        return Bounded(low.expand(shape), high.expand(shape), shape, dtype=dtype)
+    return Unbounded(shape, dtype=dtype)
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """``{"pixels/fixed": x, "state": y}`` -> ``{"pixels": {"fixed": x}, "state": y}``."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split("/")
+        node = nested
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = value
+    return nested
+
+
+def _composite(entries: dict[str, Any], n: int) -> Composite:
+    """A (nested) Composite spec of batch size ``n`` from nested dicts of specs."""
+    return Composite(
+        {k: _composite(v, n) if isinstance(v, dict) else v for k, v in entries.items()},
+        shape=(n,),
+    )
 
 
 class RollaxEnv(EnvBase):
@@ -75,16 +110,11 @@ class RollaxEnv(EnvBase):
 
     def _make_specs(self, n: int) -> None:
         obs_space, act_space = self._vec.observation_space, self._vec.action_space
-        obs_shape = (n, *obs_space.shape)
-        low = torch.as_tensor(np.broadcast_to(obs_space.low, obs_space.shape).copy())
-        high = torch.as_tensor(np.broadcast_to(obs_space.high, obs_space.shape).copy())
-        if np.all(np.isfinite(obs_space.low)) and np.all(np.isfinite(obs_space.high)):
-            observation = Bounded(
-                low.expand(obs_shape), high.expand(obs_shape), obs_shape, dtype=torch.float32
-            )
+        if isinstance(obs_space, rspaces.Dict):
+            entries = _nest({k: _box_spec(s, n) for k, s in obs_space.spaces.items()})
+            self.observation_spec = _composite(entries, n)
         else:
-            observation = Unbounded(obs_shape, dtype=torch.float32)
-        self.observation_spec = Composite(observation=observation, shape=(n,))
+            self.observation_spec = Composite(observation=_box_spec(obs_space, n), shape=(n,))
         if isinstance(act_space, rspaces.Discrete):
             self.action_spec = Categorical(int(act_space.n), shape=(n,), dtype=torch.int64)
         else:
@@ -105,6 +135,12 @@ class RollaxEnv(EnvBase):
         state, ts = self._vec.step(state, action, params)
         return state, (ts.obs, ts.reward, ts.terminated, ts.truncated)
 
+    def _observation(self, obs: Any) -> dict[str, Any]:
+        """The observation entries of a tensordict: ``"observation"`` or the dict's keys."""
+        if isinstance(obs, dict):
+            return _nest({k: _to_torch(v, self.device) for k, v in obs.items()})
+        return {"observation": _to_torch(obs, self.device)}
+
     def _flags(self, terminated: jax.Array, truncated: jax.Array) -> dict[str, torch.Tensor]:
         term = _to_torch(terminated, self.device).reshape(-1, 1)
         trunc = _to_torch(truncated, self.device).reshape(-1, 1)
@@ -122,7 +158,7 @@ class RollaxEnv(EnvBase):
             self._state, ts = self._reset_where(self._state, _to_jax(mask.bool()), self._params)
         zeros = jnp.zeros(n, jnp.bool_)
         return TensorDict(
-            {"observation": _to_torch(ts.obs, self.device), **self._flags(zeros, zeros)},
+            {**self._observation(ts.obs), **self._flags(zeros, zeros)},
             batch_size=self.batch_size,
             device=self.device,
         )
@@ -136,7 +172,7 @@ class RollaxEnv(EnvBase):
         )
         return TensorDict(
             {
-                "observation": _to_torch(obs, self.device),
+                **self._observation(obs),
                 "reward": _to_torch(reward, self.device).reshape(-1, 1),
                 **self._flags(terminated, truncated),
             },
