@@ -200,8 +200,8 @@ def test_pixel_training_and_a_video_of_what_the_agent_saw(tmp_path, cli_env):
     video = tmp_path / "seen.gif"
     rollax("eval", str(run_dir), "--episodes", "2", "--video", str(video), env=cli_env)
     frames = iio.imread(video)
-    # The 120 x 288 scene, then the agent's 32 x 64 camera scaled by 3 (and a 2-pixel gap).
-    assert frames.shape[1:] == (120, 288 + 2 + 64 * 3, 3)
+    # The 120 x 288 scene, then the agent's 16 x 64 camera scaled by 7 (and a 2-pixel gap).
+    assert frames.shape[1:] == (120, 288 + 2 + 64 * 7, 3)
 
 
 def test_minatar_trains_from_its_board_and_the_video_shows_the_board(tmp_path, cli_env):

@@ -85,7 +85,7 @@ def test_bad_keys_are_refused_with_the_observed_keys(changes, message):
 
 @pytest.mark.slow
 def test_ppo_learns_pixel_cartpole_from_images_alone():
-    # The preset (32x64 fixed camera, two stacked frames, images only) on a small budget:
+    # The preset (16x64 fixed camera, two stacked frames, images only) on a small budget:
     # a random policy averages about 22; this reaches well above it.
     from rollax.agents.ppo import PRESETS
 

@@ -10,7 +10,8 @@ import pytest
 
 import rollax
 
-ENV_IDS = rollax.registered_envs()
+# PixelMaze-v0 is Maze-v0 observed as pixels: test_maze compares the two step by step.
+ENV_IDS = [env_id for env_id in rollax.registered_envs() if env_id != "PixelMaze-v0"]
 
 
 def _actions(env, key, num_steps):

@@ -189,7 +189,7 @@ PRESETS: dict[str, PPOConfig] = {
     "PixelCartPole-v1": PPOConfig(
         num_envs=16,
         num_steps=128,
-        total_steps=524_288,
+        total_steps=1_048_576,
         num_epochs=4,
         num_minibatches=8,
         learning_rate=1e-3,
