@@ -139,14 +139,9 @@ def gymnasium_frames_per_s(frames: int, repeats: int) -> float | None:
             if terminated or truncated:
                 env.reset()
 
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
+    seconds = median_seconds(run, repeats)  # one warm-up call, then the median of repeats
     env.close()
-    return frames / statistics.median(times)
+    return frames / seconds
 
 
 # ---------------------------------------------------------------------------- pixel CartPole
