@@ -37,6 +37,7 @@ import numpy as np
 
 from rollax.agents.ppo import PPOConfig, make_trainer
 from rollax.checkpoints import Checkpointer
+from rollax.networks import is_image_key
 
 __all__ = ["RunConfig", "evaluate_run", "resume", "train", "write_video"]
 
@@ -513,7 +514,7 @@ def _image_keys(space: Any) -> list[str]:
 
     if not isinstance(space, Dict):
         return []
-    return sorted(k for k in space.spaces if k.startswith("pixels/"))
+    return sorted(k for k in space.spaces if is_image_key(k))
 
 
 def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple[Path, float]:
@@ -598,21 +599,23 @@ def _with_agent_view(scene: jax.Array | None, obs: Any) -> jax.Array:
     """The rendered scene, and to its right what the agent saw (each camera's newest frame).
 
     For dict observations with ``"pixels/..."`` images (first environment of the batch),
-    each image (:func:`_as_rgb`) is scaled up by a whole factor to the scene's height (at
+    each image (:func:`_as_rgb`) is scaled up by a whole factor to the scene's height (to at
     least 96 pixels without a scene) and placed beside it; other observations add nothing.
     """
+    keys = sorted(k for k in obs if is_image_key(k)) if isinstance(obs, dict) else []
+    images = [_as_rgb(obs[key][0]) for key in keys]
+    if scene is None:
+        factors = [-(-96 // image.shape[0]) for image in images]
+        height = max(image.shape[0] * f for image, f in zip(images, factors, strict=True))
+    else:
+        height = scene.shape[0]
+        factors = [max(1, height // image.shape[0]) for image in images]
     panels = [] if scene is None else [scene]
-    height = 96 if scene is None else scene.shape[0]
-    keys = sorted(k for k in obs if k.startswith("pixels/")) if isinstance(obs, dict) else []
-    for key in keys:
-        image = _as_rgb(obs[key][0])
-        factor = max(1, -(-height // image.shape[0]) if scene is None else height // image.shape[0])
-        image = jnp.repeat(jnp.repeat(image, factor, axis=0), factor, axis=1)
-        height = max(height, image.shape[0]) if scene is None else height
-        image = image[:height]
+    for image, f in zip(images, factors, strict=True):
+        image = jnp.repeat(jnp.repeat(image, f, axis=0), f, axis=1)[:height]
         image = jnp.pad(image, ((0, height - image.shape[0]), (2, 0), (0, 0)), constant_values=255)
         panels.append(image)
-    return jnp.concatenate(panels, axis=1) if panels else scene
+    return jnp.concatenate(panels, axis=1)
 
 
 _BOARD_COLORS = np.array(
