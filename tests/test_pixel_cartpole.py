@@ -89,6 +89,33 @@ def test_rendering_is_deterministic_and_the_cart_moves():
     assert (marks != left["pixels/follow"]).any()
 
 
+PIXEL = 4.8 / 64  # world units per pixel of the default fixed camera
+
+
+def _fixed_view(antialias: bool, x: float) -> np.ndarray:
+    """The default fixed camera's image of the cart at ``x`` with an upright pole."""
+    env = rollax.make("PixelCartPole-v1", antialias=antialias)
+    state, _ = env.reset(jax.random.key(0))
+    core = state.core.replace(x=jnp.float32(x), theta=jnp.float32(0.0))
+    return np.asarray(env.env.observe(core, env.default_params)["pixels/fixed"])
+
+
+def _dark_centre(image: np.ndarray) -> float:
+    """Darkness-weighted mean column above the track line (the cart and the pole)."""
+    darkness = 255.0 - image[:-2, :, 0].astype(float)
+    return float((darkness * np.arange(image.shape[1])).sum() / darkness.sum())
+
+
+def test_antialiasing_shows_a_move_of_a_quarter_of_a_pixel():
+    # The cart's left edge 0.2 of a pixel past a pixel's edge: moving a quarter of a pixel,
+    # no edge of the cart or the pole crosses a pixel centre.
+    x = (30 + 0.2) * PIXEL - 2.4 + 0.2
+    before, after = _fixed_view(True, x), _fixed_view(True, x + PIXEL / 4)
+    assert 0.15 <= _dark_centre(after) - _dark_centre(before) <= 0.35
+    # With hard edges the same move leaves every pixel as it was.
+    np.testing.assert_array_equal(_fixed_view(False, x), _fixed_view(False, x + PIXEL / 4))
+
+
 def test_spaces_for_images_and_dicts():
     image = spaces.Box(0, 255, (4, 5, 3), np.uint8)
     draw = image.sample(jax.random.key(0), (7,))

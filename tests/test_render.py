@@ -88,3 +88,21 @@ def test_an_env_without_render_says_so():
     assert not env.can_render
     with pytest.raises(TypeError, match="_Blind cannot render: it defines no render"):
         env.render(state)
+
+
+def test_antialiased_shapes_cover_their_area_and_blend():
+    from rollax import render as rr
+
+    view = rr.View(0.0, 8.0, 0.0, 4.0, 4, 8)  # one world unit per pixel
+    # A 2.5 x 1.5 box placed off the pixel grid covers exactly its area in pixels.
+    cover = np.asarray(rr.box(view, (3.3, 2.1), (1.25, 0.75), antialias=True))
+    assert cover.dtype == np.float32 and cover.min() == 0.0 and cover.max() <= 1.0
+    np.testing.assert_allclose(cover.sum(), 2.5 * 1.5, rtol=1e-5)
+    hard = np.asarray(rr.box(view, (3.3, 2.1), (1.25, 0.75)))
+    assert hard.dtype == bool and 0.0 < cover[hard].min() < 1.0  # partly covered pixels
+    # Blending: a half-covered pixel is halfway between the background and the colour.
+    frame = rr.draw(rr.canvas(view), jnp.full((4, 8), 0.5, jnp.float32), (0.0, 0.0, 0.0))
+    np.testing.assert_allclose(np.asarray(frame), 0.5)
+    # A thin segment: the coverage is largest on the line, and fades over a pixel.
+    line = np.asarray(rr.segment(view, (0.5, 2.0), (7.5, 2.0), 0.25, antialias=True))
+    assert line[1:3].max() <= 1.0 and line[0].max() == 0.0 and line[3].max() == 0.0
