@@ -14,6 +14,8 @@ wrapper accepts: it rejects the numpy ``vector_entry_point`` CartPole, which has
 ``autoreset_mode`` attribute), each timed as ``env.rollout(--torchrl-steps,
 break_when_any_done=False)`` with TorchRL's random policy.
 
+``--parts gymnasium torchrl`` picks the comparisons to run (both by default).
+
 The last line printed is one JSON object with every figure.
 """
 
@@ -98,12 +100,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="step calls per timed run")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--torchrl-steps", type=int, default=50, help="steps per TorchRL rollout")
+    parser.add_argument("--parts", nargs="+", default=["gymnasium", "torchrl"],
+                        choices=["gymnasium", "torchrl"])  # fmt: skip
     args = parser.parse_args()
 
     import jax.numpy as jnp
 
     results: dict[str, dict[str, float]] = {}
-    for n in args.sizes:
+    for n in args.sizes if "gymnasium" in args.parts else []:
         actions = np.random.default_rng(0).integers(0, 2, (args.steps, n)).astype(np.int64)
         variants = {
             "rollax_next_step": (rollax_gymnasium(n, "next_step"), lambda a: a),
@@ -125,7 +129,7 @@ def main() -> None:
         print(f"  rollax/gymnasium numpy {row['ratio_vs_gymnasium_numpy']:.2f}x, "
               f"rollax/gymnax wrapper {row['ratio_vs_gymnax_wrapper']:.2f}x")  # fmt: skip
     torchrl_results: dict[str, dict[str, float]] = {}
-    for n in args.sizes:
+    for n in args.sizes if "torchrl" in args.parts else []:
         row = {}
         for name, env in torchrl_envs(n).items():
             seconds = _timed(
