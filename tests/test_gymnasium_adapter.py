@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import rollax
-from rollax.adapters.gymnasium import RollaxVectorEnv, make_vec
+from rollax.adapters.gymnasium import RollaxEnv, RollaxVectorEnv, make_vec
 
 LIMIT = 25  # short episodes so that both termination and truncation happen
 
@@ -153,3 +154,22 @@ def test_bad_arguments_are_messages():
         make_vec("CartPol-v1", 2)
     with pytest.raises(ValueError, match=r"step\(\) before reset\(\)"):
         make_vec("CartPole-v1", 2).step(np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="device='tpu' is not available to JAX here"):
+        make_vec("CartPole-v1", 2, device="tpu")
+    with pytest.raises(TypeError, match="device must be a platform name"):
+        make_vec("CartPole-v1", 2, device=0)
+
+
+def test_environments_compute_on_the_chosen_device():
+    cpu = jax.devices("cpu")[0]
+    for device in ("cpu", cpu, None):
+        env = make_vec("CartPole-v1", 4, device=device)
+        env.reset(seed=1)
+        obs, *_ = env.step(np.zeros(4, np.int64))
+        assert env.device == (cpu if device is not None else jax.devices()[0])
+        assert env.state.core.x.devices() == {env.device}
+        assert isinstance(obs, np.ndarray) and obs.shape == (4, 4)
+    single = RollaxEnv("CartPole-v1", device=cpu)
+    single.reset(seed=0)
+    single.step(0)
+    assert single.device == cpu

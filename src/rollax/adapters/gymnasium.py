@@ -67,6 +67,25 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     raise ValueError(f"autoreset_mode must be one of {valid} (or their names), got {mode!r}.")
 
 
+def _device(device: str | jax.Device | None) -> jax.Device:
+    """The JAX device an adapter computes on: a platform name, a device, or None (default)."""
+    if device is None:
+        return jax.devices()[0]
+    if isinstance(device, jax.Device):
+        return device
+    if isinstance(device, str):
+        try:
+            return jax.devices(device)[0]
+        except RuntimeError as err:
+            raise ValueError(
+                f"device={device!r} is not available to JAX here ({err}); use 'cpu', None (JAX's "
+                f"default, {jax.devices()[0].platform}) or a jax.Device from jax.devices()."
+            ) from None
+    raise TypeError(
+        f"device must be a platform name ('cpu', 'gpu'), a jax.Device or None, got {device!r}."
+    )
+
+
 def _seed_to_key(seed: int | list[int | None] | None) -> jax.Array:
     """A key from Gymnasium's seed forms: an int, a list (combined), or None (fresh entropy)."""
     if seed is None:
@@ -119,8 +138,14 @@ class RollaxVectorEnv(VectorEnv):
             ``reset(options={"reset_mask": mask})``); the names work too.
         render_mode: ``None`` or ``"rgb_array"`` (``render()`` returns a tuple of frames).
         reset_strategy: How resets are computed (see ``rollax.make``); every one is fresh.
-            Default: ``on_done`` below 1,024 environments, ``pool`` from there (see
-            :data:`PER_CALL_POOL_FROM`).
+            Default on the CPU: ``on_done`` below 1,024 environments, ``pool`` from there
+            (see :data:`PER_CALL_POOL_FROM`); on an accelerator, ``rollax.make``'s default.
+        device: Where the environments compute: ``"cpu"`` (the default), another platform
+            name (``"gpu"``), a ``jax.Device``, or ``None`` for JAX's default device. Every
+            step hands numpy arrays in and out, which is zero-copy on the CPU; on an
+            accelerator each step makes a round trip to the host (CartPole, one H100, 4,096
+            environments: 1.5M steps/s there against Gymnasium's numpy CartPole's 15M on the
+            host), so a numpy agent is best served on the CPU.
         **make_options: Environment options, as for ``rollax.make``.
     """
 
@@ -131,6 +156,7 @@ class RollaxVectorEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         render_mode: str | None = None,
         reset_strategy: str | None = None,
+        device: str | jax.Device | None = "cpu",
         **make_options: Any,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
@@ -138,7 +164,8 @@ class RollaxVectorEnv(VectorEnv):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}.")
         mode = _autoreset_mode(autoreset_mode)
-        if reset_strategy is None:
+        self._device = _device(device)
+        if reset_strategy is None and self._device.platform == "cpu":
             reset_strategy = "on_done" if num_envs < PER_CALL_POOL_FROM else "pool"
         if isinstance(env, str):
             self._vec = make(
@@ -167,7 +194,7 @@ class RollaxVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._action_dtype = np.dtype(self._vec.action_space.dtype)
-        self._params = jax.tree.map(jnp.asarray, self._vec.default_params)
+        self._params = self._put(self._vec.default_params)
         self._reset = jax.jit(self._vec.reset)
         self._reset_where = jax.jit(self._vec.reset_where)
         self._step = jax.jit(self._step_outputs)
@@ -183,6 +210,15 @@ class RollaxVectorEnv(VectorEnv):
         if self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP:
             outputs += (ts.final_obs,)
         return state, outputs
+
+    def _put(self, tree: Any) -> Any:
+        """``tree``'s leaves as arrays on this adapter's device (jit computes where they are)."""
+        return jax.device_put(jax.tree.map(jnp.asarray, tree), self._device)
+
+    @property
+    def device(self) -> jax.Device:
+        """The JAX device the environments compute on."""
+        return self._device
 
     @property
     def params(self) -> Any:
@@ -200,7 +236,7 @@ class RollaxVectorEnv(VectorEnv):
 
     @params.setter
     def params(self, value: Any) -> None:
-        self._params = jax.tree.map(jnp.asarray, value)
+        self._params = self._put(value)
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -221,11 +257,12 @@ class RollaxVectorEnv(VectorEnv):
             self._check_mask(mask)
             if self._state is None:
                 raise ValueError("reset(options={'reset_mask': ...}) needs a full reset first.")
-            self._state, ts = self._reset_where(self._state, jnp.asarray(mask), self._params)
-            self._ended = self._ended & ~mask
+            placed = jax.device_put(np.asarray(mask), self._device)
+            self._state, ts = self._reset_where(self._state, placed, self._params)
+            self._ended = self._ended & ~np.asarray(mask)
         else:
             self._key, key = jax.random.split(self._key)
-            self._state, ts = self._reset(key, self._params)
+            self._state, ts = self._reset(self._put(key), self._params)
             self._ended = np.zeros(self.num_envs, np.bool_)
         return _numpy(ts.obs), {}
 
@@ -241,7 +278,7 @@ class RollaxVectorEnv(VectorEnv):
                 f"environments {np.flatnonzero(self._ended).tolist()} ended and autoreset is "
                 f"disabled: reset them with reset(options={{'reset_mask': mask}}) first."
             )
-        actions = _cast_action(actions, self._action_dtype)
+        actions = jax.device_put(_cast_action(actions, self._action_dtype), self._device)
         self._state, outputs = self._step(self._state, actions, self._params)
         obs = _numpy(outputs[0])
         reward, terminated, truncated = (np.asarray(x) for x in outputs[1:4])
@@ -311,12 +348,19 @@ class RollaxEnv(gymnasium.Env):
     Args:
         env: A registered id, a ``rollax.Environment`` or a ``VecEnv``.
         render_mode: ``None`` or ``"rgb_array"``.
+        device: Where the environment computes (as for :class:`RollaxVectorEnv`; default
+            ``"cpu"``).
         **make_options: Environment options, as for ``rollax.make``.
     """
 
     def __init__(
-        self, env: str | Environment | VecEnv, render_mode: str | None = None, **make_options: Any
+        self,
+        env: str | Environment | VecEnv,
+        render_mode: str | None = None,
+        device: str | jax.Device | None = "cpu",
+        **make_options: Any,
     ) -> None:
+        self._device = _device(device)
         core, env_id = _environment(make(env, **make_options) if isinstance(env, str) else env)
         self._vec = VecEnv(core, None, "disabled", "on_done", env_id)
         if render_mode not in (None, "rgb_array"):
@@ -328,12 +372,19 @@ class RollaxEnv(gymnasium.Env):
         }
         self.observation_space = to_gymnasium_space(self._vec.observation_space)
         self.action_space = to_gymnasium_space(self._vec.action_space)
-        self._params = jax.tree.map(jnp.asarray, self._vec.default_params)
+        self._params = jax.device_put(
+            jax.tree.map(jnp.asarray, self._vec.default_params), self._device
+        )
         self._reset = jax.jit(self._vec.reset)
         self._step = jax.jit(self._vec.step)
         self._render = jax.jit(self._vec.render) if self._vec.can_render else None
         self._state: Any = None
         self._key: jax.Array | None = None
+
+    @property
+    def device(self) -> jax.Device:
+        """The JAX device the environment computes on."""
+        return self._device
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -343,7 +394,7 @@ class RollaxEnv(gymnasium.Env):
         if seed is not None or self._key is None:
             self._key = _seed_to_key(seed)
         self._key, key = jax.random.split(self._key)
-        self._state, ts = self._reset(key, self._params)
+        self._state, ts = self._reset(jax.device_put(key, self._device), self._params)
         return _numpy(ts.obs), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -351,7 +402,8 @@ class RollaxEnv(gymnasium.Env):
         if self._state is None:
             raise ValueError("step() before reset(): call reset() first.")
         action = _cast_action(action, np.dtype(self._vec.action_space.dtype))
-        self._state, ts = self._step(self._state, jnp.asarray(action), self._params)
+        action = jax.device_put(action, self._device)
+        self._state, ts = self._step(self._state, action, self._params)
         return (
             _numpy(ts.obs),
             float(ts.reward),
