@@ -216,7 +216,7 @@ def test_strategies_under_jit_and_vmap_without_recompiling(strategy, key):
 def test_unknown_strategy_and_options():
     with pytest.raises(ValueError, match=r"reset_strategy must be one of .*'pool'.*got 'lazy'"):
         rollax.make("CartPole-v1", num_envs=2, reset_strategy="lazy")
-    with pytest.raises(ValueError, match=r"block_size applies to reset_strategy='compact' or"):
+    with pytest.raises(ValueError, match=r"block_size applies to reset_strategy='compact' only"):
         rollax.make("CartPole-v1", num_envs=2, reset_strategy="on_done", block_size=4)
     with pytest.raises(ValueError, match=r"refill_size must be an integer >= num_envs \(8\)"):
         rollax.make("CartPole-v1", num_envs=8, reset_strategy="pool", refill_size=4)
@@ -244,3 +244,14 @@ def test_default_strategy_depends_on_backend_batch_and_reset_cost():
     assert rollax.make("Maze-v0").env.costly_reset
     assert not rollax.make("CartPole-v1").env.costly_reset
     assert rollax.make("CartPole-v1", num_envs=256).reset_strategy == default_reset_strategy(256)
+
+
+@pytest.mark.parametrize("n", [1, 7, 32, 33, 256, 1000, 4096])
+def test_the_pools_bit_count_ranks_finished_environments_as_cumsum(n):
+    from rollax.envs._resets import inclusive_count
+
+    for i, p in enumerate([0.0, 0.05, 0.5, 1.0]):
+        mask = jax.random.bernoulli(jax.random.key(i), p, (n,))
+        counts = inclusive_count(mask)
+        assert counts.dtype == jnp.int32
+        np.testing.assert_array_equal(counts, np.cumsum(np.asarray(mask)))

@@ -222,18 +222,26 @@ class OnDone(_Stateless):
 
 
 def inclusive_count(mask: jax.Array) -> jax.Array:
-    """``cumsum(mask)`` as int32, computed with two small matrix products.
+    """``cumsum(mask)`` as int32, computed by counting bits.
 
     On CPU, XLA's cumsum is a log-depth chain of small ops that costs more than the
-    environment step itself at a few thousand environments; blocked triangular matmuls
-    (exact for counts below 2**24) cost a fraction of it.
+    environment step itself. Here the mask is packed into 32-bit words; an entry's count is
+    the set bits at or below it in its word (one ``population_count``) plus the bits of the
+    words before (a small triangular product over ``N / 32`` words, exact below 2**24): a few
+    elementwise passes that XLA fuses.
     """
     n = mask.shape[0]
-    block = next(b for b in (64, 32, 16, 8, 4, 2, 1) if n % b == 0)
-    x = mask.astype(jnp.float32).reshape(n // block, block)
-    within = x @ jnp.triu(jnp.ones((block, block), jnp.float32))
-    before = jnp.tril(jnp.ones((n // block, n // block), jnp.float32), -1) @ within[:, -1]
-    return (within + before[:, None]).reshape(n).astype(jnp.int32)
+    padded = -n % 32
+    bits = jnp.pad(mask, (0, padded)).reshape(-1, 32).astype(jnp.uint32)
+    shifts = jnp.arange(32, dtype=jnp.uint32)[None, :]
+    words = (bits << shifts).sum(axis=1, dtype=jnp.uint32)
+    per_word = jax.lax.population_count(words).astype(jnp.float32)
+    k = per_word.shape[0]
+    before = jnp.tril(jnp.ones((k, k), jnp.float32), -1) @ per_word
+    # Bits 0..j of each word: (2 << j) - 1, which wraps to all ones for j = 31.
+    at_or_below = words[:, None] & ((jnp.uint32(2) << shifts) - jnp.uint32(1))
+    within = jax.lax.population_count(at_or_below).astype(jnp.int32)
+    return (before.astype(jnp.int32)[:, None] + within).reshape(-1)[:n]
 
 
 def compacted(mask: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -355,21 +363,20 @@ class Pool:
     """Hand out initial states from a pool of precomputed fresh states, refilled in chunks.
 
     A refill draws ``refill_size`` states at once (one large batched reset, only on calls
-    where the pool runs low) and writes them as one contiguous block; a step moves the next
-    states into the environments that finished (in a block of static size, as ``compact``).
+    where the pool runs low) and writes them as one contiguous block; a step hands the next
+    states, in order, to the environments that finished (their ranks among the finished come
+    from a bit count; every environment's candidate is gathered and selected where done).
     The cost of a reset is thus paid in efficient chunks, and a step costs little more than
-    moving the finished environments' new states into place. The pool's states come from its own key
-    chain. Per-environment params are allowed unless a reset reads them (then use
+    moving the finished environments' new states into place. The pool's states come from its
+    own key chain. Per-environment params are allowed unless a reset reads them (then use
     ``compact``).
 
     Attributes:
         refill_size: States drawn per refill; at least the number of environments, so that
             one refill covers a step where every environment finishes.
-        block_size: The smallest block of environments served on a step.
     """
 
     refill_size: int
-    block_size: int
     name: ClassVar[str] = "pool"
     fresh: ClassVar[bool] = True
     per_env_state: ClassVar[bool] = False
@@ -448,16 +455,12 @@ class Pool:
         needed = mask.sum(dtype=jnp.int32)
         pool = at_most_once(pool.count < needed, lambda p: self._refill(starts, p), pool)
 
-        def block(carry: tuple, index: jax.Array) -> tuple:
-            core, obs = carry
-            slots = (pool.start + jnp.arange(index.shape[0])) % self.pool_size
-
-            def serve(old: jax.Array, source: jax.Array) -> jax.Array:
-                return _put(old, index, source[slots])
-
-            return jax.tree.map(serve, core, pool.core), jax.tree.map(serve, obs, pool.obs)
-
-        core, obs = for_masked(mask, self.block_size, block, (state.core, obs))
+        # The k-th finished environment (in index order) takes the pool's k-th state: a
+        # gather of every environment's candidate and a select, elementwise passes that XLA
+        # fuses (cheaper than compacting the finished ones into a block and scattering).
+        slots = (pool.start + inclusive_count(mask) - 1) % self.pool_size
+        core = select(mask, jax.tree.map(lambda src: src[slots], pool.core), state.core)
+        obs = select(mask, jax.tree.map(lambda src: src[slots], pool.obs), obs)
         pool = pool.replace(start=(pool.start + needed) % self.pool_size, count=pool.count - needed)
         return core, state.key, obs, pool
 
@@ -557,7 +560,7 @@ def make_reset_strategy(
         name: One of :data:`RESET_STRATEGIES`.
         num_envs: Batch size (1 for a single environment).
         episode_length: Typical episode length, for the default ``block_size``.
-        block_size: ``compact`` and ``pool`` only: environments reset or served per block.
+        block_size: ``compact`` only: environments reset per block.
         refill_size: ``pool`` only: states drawn per refill; at least ``num_envs``.
 
     Raises:
@@ -565,21 +568,19 @@ def make_reset_strategy(
     """
     if name not in RESET_STRATEGIES:
         raise ValueError(f"reset_strategy must be one of {RESET_STRATEGIES}, got {name!r}.")
-    if block_size is not None and name not in ("compact", "pool"):
+    if block_size is not None and name != "compact":
         raise ValueError(
-            f"block_size applies to reset_strategy='compact' or 'pool' only, got "
-            f"reset_strategy={name!r}."
+            f"block_size applies to reset_strategy='compact' only, got reset_strategy={name!r}."
         )
     if refill_size is not None and name != "pool":
         raise ValueError(
             f"refill_size applies to reset_strategy='pool' only, got reset_strategy={name!r}."
         )
-    if name in ("compact", "pool"):
+    if name == "compact":
         if block_size is None:
             block_size = default_block_size(num_envs, episode_length)
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
             raise ValueError(f"block_size must be a positive integer, got {block_size!r}.")
-    if name == "compact":
         return Compact(min(block_size, num_envs))
     if name == "pool":
         if refill_size is None:
@@ -593,5 +594,5 @@ def make_reset_strategy(
                 f"refill_size must be an integer >= num_envs ({num_envs}), so that one refill "
                 f"always covers a step where every environment finishes; got {refill_size!r}."
             )
-        return Pool(refill_size, min(block_size, num_envs))
+        return Pool(refill_size)
     return {"every_step": EveryStep, "on_done": OnDone, "cached": Cached}[name]()
