@@ -278,7 +278,9 @@ class RollaxVectorEnv(VectorEnv):
                 f"environments {np.flatnonzero(self._ended).tolist()} ended and autoreset is "
                 f"disabled: reset them with reset(options={{'reset_mask': mask}}) first."
             )
-        actions = jax.device_put(_cast_action(actions, self._action_dtype), self._device)
+        # numpy goes to jit as it is (its fast path): it follows the state and params, which
+        # are committed to this adapter's device.
+        actions = _cast_action(actions, self._action_dtype)
         self._state, outputs = self._step(self._state, actions, self._params)
         obs = _numpy(outputs[0])
         reward, terminated, truncated = (np.asarray(x) for x in outputs[1:4])
@@ -402,7 +404,6 @@ class RollaxEnv(gymnasium.Env):
         if self._state is None:
             raise ValueError("step() before reset(): call reset() first.")
         action = _cast_action(action, np.dtype(self._vec.action_space.dtype))
-        action = jax.device_put(action, self._device)
         self._state, ts = self._step(self._state, action, self._params)
         return (
             _numpy(ts.obs),
