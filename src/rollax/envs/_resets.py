@@ -512,17 +512,17 @@ def default_reset_strategy(
     On the CPU (measured in ``benchmarks/autoreset.py`` on 2 cores, steps/s, CartPole /
     maze): ``pool`` from 16 environments, ``on_done`` below. ``pool`` is the fastest fresh
     strategy from 32 environments up (32: 8.2M / 10.3M against ``on_done``'s 5.6M / 8.0M;
-    256 and 4,096: 3-4x ``every_step`` on CartPole, 100x on the maze), because resets are
-    computed in large batched refills only when the pool runs low. With few environments
+    256 and 4,096: 3.7-4.6x ``every_step`` on CartPole, 140-200x on the maze), because resets
+    are computed in large batched refills only when the pool runs low. With few environments
     there is little to batch: at 8 ``on_done`` is faster (3.5M / 3.9M against 2.4M /
     3.4M), at 16 they are even, and ``on_done`` compiles faster.
 
     On accelerators (measured on one H100): a branch inside a jitted loop costs a
     device-to-host round trip per step, so the branching strategies lose to computing
-    every reset and selecting: ``every_step`` runs CartPole at 21M steps/s with 256
-    environments and 262M with 4,096 against ``pool``'s 4.3M and 64M. An environment whose
+    every reset and selecting: ``every_step`` runs CartPole at 23M steps/s with 256
+    environments and 244M with 4,096 against ``pool``'s 6.3M and 93M. An environment whose
     reset costs many steps (``Environment.costly_reset``, the maze at 120x) still gets
-    ``pool``: 4.7M and 67M steps/s against ``every_step``'s 0.3M and 4.1M.
+    ``pool``: 4.4M and 96M steps/s against ``every_step``'s 0.3M and 4.1M.
 
     Args:
         num_envs: Batch size, ``None`` for one unbatched environment.
