@@ -291,8 +291,12 @@ class RollaxVectorEnv(VectorEnv):
         if mode is AutoresetMode.SAME_STEP and done.any():
             final = _numpy(outputs[4])
             final_obs = np.full(self.num_envs, None, dtype=object)
-            for i in np.flatnonzero(done):
-                final_obs[i] = jax.tree.map(lambda x, i=i: x[i], final)
+            ended = np.flatnonzero(done)
+            if isinstance(final, np.ndarray):  # one row (a view) per ended environment
+                final_obs[ended] = list(final[ended])
+            else:
+                for i in ended:
+                    final_obs[i] = jax.tree.map(lambda x, i=i: x[i], final)
             infos = {
                 "final_obs": final_obs,
                 "_final_obs": done.copy(),
