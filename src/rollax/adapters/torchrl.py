@@ -35,8 +35,25 @@ def _to_torch(x: jax.Array, device: torch.device) -> torch.Tensor:
     return torch.from_dlpack(x).to(device)
 
 
-def _to_jax(x: torch.Tensor) -> jax.Array:
-    return jnp.from_dlpack(x.detach().contiguous().cpu())
+def _to_jax(x: torch.Tensor, device: jax.Device) -> jax.Array:
+    """A tensor as a JAX array on ``device``, zero-copy through DLPack when they share it."""
+    x = x.detach().contiguous()
+    if device.platform == "cpu":
+        return jnp.from_dlpack(x.cpu())
+    return jax.device_put(jnp.from_dlpack(x), device)
+
+
+def _jax_device(device: torch.device) -> jax.Device:
+    """The JAX device that shares memory with torch's ``device``, else JAX's default."""
+    platform = {"cpu": "cpu", "cuda": "gpu"}.get(device.type)
+    try:
+        devices = jax.devices(platform) if platform else []
+    except RuntimeError:  # JAX has no backend for it
+        devices = []
+    if not devices:
+        return jax.devices()[0]
+    index = device.index or 0
+    return devices[index] if index < len(devices) else devices[0]
 
 
 def _box_spec(space: rspaces.Box, n: int) -> Bounded | Unbounded:
@@ -76,9 +93,14 @@ class RollaxEnv(EnvBase):
     Args:
         env: A registered id (``"CartPole-v1"``), a ``rollax.Environment`` or a ``VecEnv``.
         num_envs: Environments in the batch (the env's ``batch_size``).
-        device: Where tensors are returned (JAX computes on its own default device).
+        device: Where tensors are returned. JAX computes on the device that shares memory
+            with it (the CPU for ``"cpu"``, the same GPU for ``"cuda"``), so tensors pass
+            through DLPack without copies; on JAX's default device if it has no such device.
         seed: Seeds the batch's key chain (``set_seed`` does the same later).
         **make_options: Environment options, as for ``rollax.make`` (with an id only).
+
+    Attributes:
+        jax_device: The JAX device the environments compute on.
     """
 
     def __init__(
@@ -100,7 +122,10 @@ class RollaxEnv(EnvBase):
             core = env.env if isinstance(env, VecEnv) else env
             env_id = env.env_id if isinstance(env, VecEnv) else None
             self._vec = VecEnv(core, num_envs, "disabled", None, env_id)
-        self._params = jax.tree.map(jnp.asarray, self._vec.default_params)
+        self.jax_device = _jax_device(self.device)
+        self._params = jax.device_put(
+            jax.tree.map(jnp.asarray, self._vec.default_params), self.jax_device
+        )
         self._reset_all = jax.jit(self._vec.reset)
         self._reset_where = jax.jit(self._vec.reset_where)
         self._step_jit = jax.jit(self._step_outputs)
@@ -153,9 +178,10 @@ class RollaxEnv(EnvBase):
             mask = tensordict.get("_reset").reshape(n)
         if self._state is None or mask is None or bool(mask.all()):
             self._key, key = jax.random.split(self._key)
-            self._state, ts = self._reset_all(key, self._params)
+            self._state, ts = self._reset_all(jax.device_put(key, self.jax_device), self._params)
         else:
-            self._state, ts = self._reset_where(self._state, _to_jax(mask.bool()), self._params)
+            mask = _to_jax(mask.bool(), self.jax_device)
+            self._state, ts = self._reset_where(self._state, mask, self._params)
         zeros = jnp.zeros(n, jnp.bool_)
         return TensorDict(
             {**self._observation(ts.obs), **self._flags(zeros, zeros)},
@@ -168,7 +194,7 @@ class RollaxEnv(EnvBase):
         if isinstance(self._vec.action_space, rspaces.Discrete):
             action = action.to(torch.int32)
         self._state, (obs, reward, terminated, truncated) = self._step_jit(
-            self._state, _to_jax(action), self._params
+            self._state, _to_jax(action, self.jax_device), self._params
         )
         return TensorDict(
             {
