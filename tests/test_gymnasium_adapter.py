@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import gymnasium as gym
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -11,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import rollax
-from rollax.adapters.gymnasium import RollaxEnv, RollaxVectorEnv, make_vec
+from rollax.adapters.gymnasium import RollaxVectorEnv, make_vec
 
 LIMIT = 25  # short episodes so that both termination and truncation happen
 
@@ -160,16 +163,36 @@ def test_bad_arguments_are_messages():
         make_vec("CartPole-v1", 2, device=0)
 
 
+_ON_SECOND_CPU = """
+import jax, numpy as np
+from rollax.adapters.gymnasium import RollaxEnv, make_vec
+
+first, second = jax.devices("cpu")
+assert jax.devices()[0] == first
+env = make_vec("CartPole-v1", 4, device=second)
+env.reset(seed=1)
+obs, *_ = env.step(np.zeros(4, np.int64))
+env.reset(options={"reset_mask": np.array([True, False, False, False])})
+assert env.device == second and isinstance(obs, np.ndarray) and obs.shape == (4, 4)
+assert all(leaf.devices() == {second} for leaf in jax.tree.leaves(env.state))
+env.state = jax.device_put(env.state, first)  # an assigned state moves to the adapter's device
+assert all(leaf.devices() == {second} for leaf in jax.tree.leaves(env.state))
+env.step(np.ones(4, np.int64))
+assert make_vec("CartPole-v1", 4).device == first  # the default: the (first) CPU
+single = RollaxEnv("CartPole-v1", device=second)
+single.reset(seed=0)
+single.step(0)
+assert single.device == second
+assert all(leaf.devices() == {second} for leaf in jax.tree.leaves(single._state))
+print("on the second CPU")
+"""
+
+
 def test_environments_compute_on_the_chosen_device():
-    cpu = jax.devices("cpu")[0]
-    for device in ("cpu", cpu, None):
-        env = make_vec("CartPole-v1", 4, device=device)
-        env.reset(seed=1)
-        obs, *_ = env.step(np.zeros(4, np.int64))
-        assert env.device == (cpu if device is not None else jax.devices()[0])
-        assert env.state.core.x.devices() == {env.device}
-        assert isinstance(obs, np.ndarray) and obs.shape == (4, 4)
-    single = RollaxEnv("CartPole-v1", device=cpu)
-    single.reset(seed=0)
-    single.step(0)
-    assert single.device == cpu
+    # Two host devices, so that the chosen one differs from JAX's default.
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    done = subprocess.run(
+        [sys.executable, "-c", _ON_SECOND_CPU], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "on the second CPU" in done.stdout

@@ -103,6 +103,13 @@ def test_antialiased_shapes_cover_their_area_and_blend():
     # Blending: a half-covered pixel is halfway between the background and the colour.
     frame = rr.draw(rr.canvas(view), jnp.full((4, 8), 0.5, jnp.float32), (0.0, 0.0, 0.0))
     np.testing.assert_allclose(np.asarray(frame), 0.5)
-    # A thin segment: the coverage is largest on the line, and fades over a pixel.
+    # A horizontal line half a pixel thick on the edge between rows 1 and 2: each of the
+    # two rows is a quarter covered along it, and its coverage sums to about its area
+    # (a 7 x 0.5 band with round ends).
     line = np.asarray(rr.segment(view, (0.5, 2.0), (7.5, 2.0), 0.25, antialias=True))
-    assert line[1:3].max() <= 1.0 and line[0].max() == 0.0 and line[3].max() == 0.0
+    np.testing.assert_allclose(line[1:3, 1:-1], 0.25)
+    assert line[0].max() == 0.0 and line[3].max() == 0.0
+    np.testing.assert_allclose(line.sum(), 7.0 * 0.5 + np.pi * 0.25**2, rtol=0.1)
+    # Thinner than a pixel and centred on one: at most its width's fraction.
+    thin = np.asarray(rr.segment(view, (0.5, 2.5), (7.5, 2.5), 0.25, antialias=True))
+    np.testing.assert_allclose(thin[1, 1:-1], 0.5)

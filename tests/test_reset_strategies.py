@@ -158,7 +158,10 @@ def test_pool_hands_each_state_out_once_across_refills(key):
     assert len({row.tobytes() for row in obs}) == obs.shape[0]
 
 
-def test_pool_is_emptied_when_params_change(key):
+# Episodes of one step: every environment takes a pooled state each step. The pool holds 128
+# (refills of 64); after 9 narrow steps its read position (72) is past the middle.
+@pytest.mark.parametrize("narrow_steps", [1, 9])
+def test_pool_is_emptied_when_params_change(narrow_steps, key):
     """A curriculum step must not be served states drawn with the old params."""
     n = 8
     env = rollax.make("CartPole-v1", num_envs=n, reset_strategy="pool")
@@ -166,10 +169,12 @@ def test_pool_is_emptied_when_params_change(key):
     wide = narrow.replace(reset_bound=0.5)
     step = jax.jit(env.step)
     state, _ = env.reset(key, narrow)
-    state, ts = step(state, jnp.zeros(n, jnp.int32), narrow)
-    assert np.abs(np.asarray(ts.obs)).max() <= 0.001
-    state, ts = step(state, jnp.zeros(n, jnp.int32), wide)
-    assert np.abs(np.asarray(ts.obs)).max() > 0.01  # new params from the first step on
+    for _ in range(narrow_steps):
+        state, ts = step(state, jnp.zeros(n, jnp.int32), narrow)
+        assert np.abs(np.asarray(ts.obs)).max() <= 0.001
+    for _ in range(20):  # new params from the first step on, across the pool's wrap-around
+        state, ts = step(state, jnp.zeros(n, jnp.int32), wide)
+        assert (np.abs(np.asarray(ts.obs)).max(axis=1) > 0.001).all()
     assert step._cache_size() == 1
 
 

@@ -81,13 +81,3 @@ def test_dict_observations_become_nested_entries_with_their_dtypes():
     assert rollout["state"].dtype == torch.float32 and rollout["state"].shape == (3, 5, 4)
     # The state entry is CartPole's state: the cart moves as the pixels say it does.
     assert not torch.equal(rollout["state"][:, 0], rollout["next", "state"][:, -1])
-
-
-def test_jax_computes_on_the_device_that_shares_memory_with_torchs():
-    import jax
-
-    env = RollaxEnv("CartPole-v1", 4, device="cpu")
-    assert env.jax_device == jax.devices("cpu")[0]
-    td = env.reset()
-    env.step(td.set("action", torch.ones(4, dtype=torch.int64)))
-    assert all(leaf.devices() == {env.jax_device} for leaf in jax.tree.leaves(env._state))

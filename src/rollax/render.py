@@ -104,7 +104,8 @@ def disk(
     if not antialias:
         return (x - center[0]) ** 2 + (y - center[1]) ** 2 <= radius**2
     distance = jnp.sqrt((x - center[0]) ** 2 + (y - center[1]) ** 2)
-    return _coverage(radius - distance, jnp.minimum(*view.pixel_size))
+    pixel = jnp.minimum(*view.pixel_size)
+    return jnp.minimum(_coverage(radius - distance, pixel), 2 * radius / pixel)
 
 
 def segment(
@@ -122,7 +123,11 @@ def segment(
     px, py = start[0] + t * dx - x, start[1] + t * dy - y
     if not antialias:
         return px * px + py * py <= half_width**2
-    return _coverage(half_width - jnp.sqrt(px * px + py * py), jnp.minimum(*view.pixel_size))
+    pixel = jnp.minimum(*view.pixel_size)
+    # A line thinner than a pixel covers at most its width's fraction.
+    return jnp.minimum(
+        _coverage(half_width - jnp.sqrt(px * px + py * py), pixel), 2 * half_width / pixel
+    )
 
 
 def to_uint8(frame: jax.Array) -> jax.Array:

@@ -22,7 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from rollax import spaces as rspaces
-from rollax.envs import Environment, VecEnv, make, registered_envs
+from rollax.envs import Environment, VecEnv, default_reset_strategy, make, registered_envs
 
 __all__ = ["RollaxEnv", "RollaxVectorEnv", "make_vec", "register_envs", "to_gymnasium_space"]
 
@@ -139,7 +139,8 @@ class RollaxVectorEnv(VectorEnv):
         render_mode: ``None`` or ``"rgb_array"`` (``render()`` returns a tuple of frames).
         reset_strategy: How resets are computed (see ``rollax.make``); every one is fresh.
             Default on the CPU: ``on_done`` below 1,024 environments, ``pool`` from there
-            (see :data:`PER_CALL_POOL_FROM`); on an accelerator, ``rollax.make``'s default.
+            (see :data:`PER_CALL_POOL_FROM`); on an accelerator, that accelerator's default
+            (:func:`rollax.envs.default_reset_strategy`).
         device: Where the environments compute: ``"cpu"`` (the default), another platform
             name (``"gpu"``), a ``jax.Device``, or ``None`` for JAX's default device. Every
             step hands numpy arrays in and out, which is zero-copy on the CPU; on an
@@ -167,6 +168,11 @@ class RollaxVectorEnv(VectorEnv):
         self._device = _device(device)
         if reset_strategy is None and self._device.platform == "cpu":
             reset_strategy = "on_done" if num_envs < PER_CALL_POOL_FROM else "pool"
+        elif reset_strategy is None:  # the default for that device, not JAX's default one
+            core = make(env, **make_options).env if isinstance(env, str) else _environment(env)[0]
+            reset_strategy = default_reset_strategy(
+                num_envs, core.costly_reset, backend=self._device.platform
+            )
         if isinstance(env, str):
             self._vec = make(
                 env,
@@ -232,7 +238,7 @@ class RollaxVectorEnv(VectorEnv):
 
     @state.setter
     def state(self, value: Any) -> None:
-        self._state = value
+        self._state = None if value is None else jax.device_put(value, self._device)
 
     @params.setter
     def params(self, value: Any) -> None:

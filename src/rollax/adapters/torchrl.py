@@ -25,7 +25,7 @@ from torchrl.data import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
 from rollax import spaces as rspaces
-from rollax.envs import Environment, VecEnv, make
+from rollax.envs import Environment, VecEnv, default_reset_strategy, make
 
 __all__ = ["RollaxEnv"]
 
@@ -114,15 +114,31 @@ class RollaxEnv(EnvBase):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}.")
         super().__init__(device=device, batch_size=torch.Size([num_envs]))
+        self.jax_device = _jax_device(self.device)
+        strategy = make_options.pop("reset_strategy", None)
         if isinstance(env, str):
-            self._vec = make(env, num_envs=num_envs, autoreset_mode="disabled", **make_options)
+            if strategy is None:  # the default for the device JAX computes on
+                core = make(env, **make_options).env
+                strategy = default_reset_strategy(
+                    num_envs, core.costly_reset, backend=self.jax_device.platform
+                )
+            self._vec = make(
+                env,
+                num_envs=num_envs,
+                autoreset_mode="disabled",
+                reset_strategy=strategy,
+                **make_options,
+            )
         else:
             if make_options:
                 raise TypeError(f"options {sorted(make_options)} apply only when env is an id.")
             core = env.env if isinstance(env, VecEnv) else env
             env_id = env.env_id if isinstance(env, VecEnv) else None
-            self._vec = VecEnv(core, num_envs, "disabled", None, env_id)
-        self.jax_device = _jax_device(self.device)
+            if strategy is None:
+                strategy = default_reset_strategy(
+                    num_envs, core.costly_reset, backend=self.jax_device.platform
+                )
+            self._vec = VecEnv(core, num_envs, "disabled", strategy, env_id)
         self._params = jax.device_put(
             jax.tree.map(jnp.asarray, self._vec.default_params), self.jax_device
         )
@@ -182,7 +198,7 @@ class RollaxEnv(EnvBase):
         else:
             mask = _to_jax(mask.bool(), self.jax_device)
             self._state, ts = self._reset_where(self._state, mask, self._params)
-        zeros = jnp.zeros(n, jnp.bool_)
+        zeros = jnp.zeros(n, jnp.bool_, device=self.jax_device)
         return TensorDict(
             {**self._observation(ts.obs), **self._flags(zeros, zeros)},
             batch_size=self.batch_size,

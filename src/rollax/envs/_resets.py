@@ -227,21 +227,20 @@ def inclusive_count(mask: jax.Array) -> jax.Array:
     On CPU, XLA's cumsum is a log-depth chain of small ops that costs more than the
     environment step itself. Here the mask is packed into 32-bit words; an entry's count is
     the set bits at or below it in its word (one ``population_count``) plus the bits of the
-    words before (a small triangular product over ``N / 32`` words, exact below 2**24): a few
-    elementwise passes that XLA fuses.
+    words before (a cumsum over only ``N / 32`` words): a few elementwise passes that XLA
+    fuses.
     """
     n = mask.shape[0]
     padded = -n % 32
     bits = jnp.pad(mask, (0, padded)).reshape(-1, 32).astype(jnp.uint32)
     shifts = jnp.arange(32, dtype=jnp.uint32)[None, :]
     words = (bits << shifts).sum(axis=1, dtype=jnp.uint32)
-    per_word = jax.lax.population_count(words).astype(jnp.float32)
-    k = per_word.shape[0]
-    before = jnp.tril(jnp.ones((k, k), jnp.float32), -1) @ per_word
+    per_word = jax.lax.population_count(words).astype(jnp.int32)
+    before = jnp.cumsum(per_word) - per_word
     # Bits 0..j of each word: (2 << j) - 1, which wraps to all ones for j = 31.
     at_or_below = words[:, None] & ((jnp.uint32(2) << shifts) - jnp.uint32(1))
     within = jax.lax.population_count(at_or_below).astype(jnp.int32)
-    return (before.astype(jnp.int32)[:, None] + within).reshape(-1)[:n]
+    return (before[:, None] + within).reshape(-1)[:n]
 
 
 def compacted(mask: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -365,11 +364,11 @@ class Pool:
     A refill draws ``refill_size`` states at once (one large batched reset, only on calls
     where the pool runs low) and writes them as one contiguous block; a step hands the next
     states, in order, to the environments that finished (their ranks among the finished come
-    from a bit count; every environment's candidate is gathered and selected where done).
-    The cost of a reset is thus paid in efficient chunks, and a step costs little more than
-    moving the finished environments' new states into place. The pool's states come from its
-    own key chain. Per-environment params are allowed unless a reset reads them (then use
-    ``compact``).
+    from a bit count; every environment's candidate is gathered and selected where done, a
+    pass over the batch's states and observations like the select of ``every_step``, but
+    without computing any reset). The cost of a reset is thus paid in efficient chunks. The
+    pool's states come from its own key chain. Per-environment params are allowed unless a
+    reset reads them (then use ``compact``).
 
     Attributes:
         refill_size: States drawn per refill; at least the number of environments, so that
@@ -446,7 +445,10 @@ class Pool:
             jax.tree.leaves(pool.params), jax.tree.leaves(starts.params), strict=True
         ):
             changed = changed | jnp.any(old != new)
+        # Emptied, the ring keeps its alignment: the next refill writes where the next state
+        # would have been read, so everything served from then on was drawn with the new params.
         pool = pool.replace(
+            start=jnp.where(changed, (pool.start + pool.count) % self.pool_size, pool.start),
             count=jnp.where(changed, 0, pool.count),
             params=jax.tree.map(
                 lambda new, old: jnp.asarray(new, old.dtype), starts.params, pool.params
@@ -511,11 +513,12 @@ def default_reset_strategy(
 
     On the CPU (measured in ``benchmarks/autoreset.py`` on 2 cores, steps/s, CartPole /
     maze): ``pool`` from 16 environments, ``on_done`` below. ``pool`` is the fastest fresh
-    strategy from 32 environments up (32: 8.2M / 10.3M against ``on_done``'s 5.6M / 8.0M;
-    256 and 4,096: 3.7-4.6x ``every_step`` on CartPole, 140-200x on the maze), because resets
-    are computed in large batched refills only when the pool runs low. With few environments
-    there is little to batch: at 8 ``on_done`` is faster (3.5M / 3.9M against 2.4M /
-    3.4M), at 16 they are even, and ``on_done`` compiles faster.
+    strategy from 16 environments up (16: 5.6M / 7.7M against ``on_done``'s 4.5M / 6.5M;
+    32: 8.7M / 13.7M against 5.7M / 8.1M; 256 and 4,096: 3.7-4.6x ``every_step`` on
+    CartPole, 140-200x on the maze), because resets are computed in large batched refills
+    only when the pool runs low. With few environments there is little to batch: at 8
+    ``on_done`` is faster on CartPole (3.5M against 2.6M; the maze: 3.8M against 4.3M) and
+    compiles faster.
 
     On accelerators (measured on one H100): a branch inside a jitted loop costs a
     device-to-host round trip per step, so the branching strategies lose to computing
