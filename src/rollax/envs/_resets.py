@@ -514,8 +514,8 @@ def default_reset_strategy(
     On the CPU (measured in ``benchmarks/autoreset.py`` on 2 cores, steps/s, CartPole /
     maze): ``pool`` from 16 environments, ``on_done`` below. ``pool`` is the fastest fresh
     strategy from 16 environments up (16: 5.6M / 7.7M against ``on_done``'s 4.5M / 6.5M;
-    32: 8.7M / 13.7M against 5.7M / 8.1M; 256 and 4,096: 3.7-4.6x ``every_step`` on
-    CartPole, 140-200x on the maze), because resets are computed in large batched refills
+    32: 8.7M / 13.7M against 5.7M / 8.1M; 256 and 4,096: 4.1-4.9x ``every_step`` on
+    CartPole, 130-200x on the maze), because resets are computed in large batched refills
     only when the pool runs low. With few environments there is little to batch: at 8
     ``on_done`` is faster on CartPole (3.5M against 2.6M; the maze: 3.8M against 4.3M) and
     compiles faster.
