@@ -86,6 +86,11 @@ def _device(device: str | jax.Device | None) -> jax.Device:
     )
 
 
+def _on_device(tree: Any, device: jax.Device) -> Any:
+    """``tree``'s leaves as arrays on ``device`` (jit computes where its inputs are)."""
+    return jax.device_put(jax.tree.map(jnp.asarray, tree), device)
+
+
 def _seed_to_key(seed: int | list[int | None] | None) -> jax.Array:
     """A key from Gymnasium's seed forms: an int, a list (combined), or None (fresh entropy)."""
     if seed is None:
@@ -200,7 +205,7 @@ class RollaxVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._action_dtype = np.dtype(self._vec.action_space.dtype)
-        self._params = self._put(self._vec.default_params)
+        self._params = _on_device(self._vec.default_params, self._device)
         self._reset = jax.jit(self._vec.reset)
         self._reset_where = jax.jit(self._vec.reset_where)
         self._step = jax.jit(self._step_outputs)
@@ -216,10 +221,6 @@ class RollaxVectorEnv(VectorEnv):
         if self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP:
             outputs += (ts.final_obs,)
         return state, outputs
-
-    def _put(self, tree: Any) -> Any:
-        """``tree``'s leaves as arrays on this adapter's device (jit computes where they are)."""
-        return jax.device_put(jax.tree.map(jnp.asarray, tree), self._device)
 
     @property
     def device(self) -> jax.Device:
@@ -242,7 +243,7 @@ class RollaxVectorEnv(VectorEnv):
 
     @params.setter
     def params(self, value: Any) -> None:
-        self._params = self._put(value)
+        self._params = _on_device(value, self._device)
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -263,12 +264,12 @@ class RollaxVectorEnv(VectorEnv):
             self._check_mask(mask)
             if self._state is None:
                 raise ValueError("reset(options={'reset_mask': ...}) needs a full reset first.")
-            placed = jax.device_put(np.asarray(mask), self._device)
+            placed = _on_device(np.asarray(mask), self._device)
             self._state, ts = self._reset_where(self._state, placed, self._params)
             self._ended = self._ended & ~np.asarray(mask)
         else:
             self._key, key = jax.random.split(self._key)
-            self._state, ts = self._reset(self._put(key), self._params)
+            self._state, ts = self._reset(_on_device(key, self._device), self._params)
             self._ended = np.zeros(self.num_envs, np.bool_)
         return _numpy(ts.obs), {}
 
@@ -384,9 +385,7 @@ class RollaxEnv(gymnasium.Env):
         }
         self.observation_space = to_gymnasium_space(self._vec.observation_space)
         self.action_space = to_gymnasium_space(self._vec.action_space)
-        self._params = jax.device_put(
-            jax.tree.map(jnp.asarray, self._vec.default_params), self._device
-        )
+        self._params = _on_device(self._vec.default_params, self._device)
         self._reset = jax.jit(self._vec.reset)
         self._step = jax.jit(self._vec.step)
         self._render = jax.jit(self._vec.render) if self._vec.can_render else None
@@ -406,7 +405,7 @@ class RollaxEnv(gymnasium.Env):
         if seed is not None or self._key is None:
             self._key = _seed_to_key(seed)
         self._key, key = jax.random.split(self._key)
-        self._state, ts = self._reset(jax.device_put(key, self._device), self._params)
+        self._state, ts = self._reset(_on_device(key, self._device), self._params)
         return _numpy(ts.obs), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
