@@ -1,12 +1,17 @@
 """Whole episodes, padded to a maximum length, with their true lengths.
 
 Storage is ``capacity // max_length`` slots of ``max_length`` steps. Each environment
-writes its current episode straight into a slot of its own (no staging copy); when the
-episode ends, the slot is complete and the environment takes the next free slot in ring
-order, skipping slots other environments are still writing. An episode longer than
-``max_length`` continues in a new slot, whose ``is_episode_start`` is False, so a long
-episode becomes consecutive chunks and nothing is dropped. Short episodes are kept; steps
-past an episode's length read as zeros.
+writes its current episode straight into a slot of its own (no staging copy). An episode
+longer than ``max_length`` continues in a new slot, whose ``is_episode_start`` is False, so a
+long episode becomes consecutive chunks and nothing is dropped. Short episodes are kept;
+steps past an episode's length read as zeros.
+
+Eviction is first completed, first out. The slots nobody writes form a queue in the order
+their chunks completed (never-used slots first). When chunks close, their slots join the
+tail, in environment order for chunks that close on the same step, and each closing
+environment takes the slot at the head: the oldest completed chunk. So the buffer always
+holds the ``num_slots - num_envs`` most recently completed chunks, however long each took to
+write, and a slot being written is never handed to another environment.
 """
 
 from __future__ import annotations
@@ -37,23 +42,24 @@ class EpisodeBufferState:
         length: int32 ``(S,)``: steps written to each slot.
         complete: bool ``(S,)``: the slot holds a finished episode (or a finished chunk of
             a long one) and can be sampled.
-        writing: bool ``(S,)``: an environment is writing its current episode there.
         is_episode_start: bool ``(S,)``: the slot's first step is an episode's first step
             (False for the continuation of an episode longer than ``max_length``).
         is_episode_end: bool ``(S,)``: the slot's last step ended the episode.
         env_slot: int32 ``(num_envs,)``: the slot each environment writes to.
-        next_slot: int32 ``()``: where the search for a free slot starts (ring order).
+        queue: int32 ``(S,)``: a ring whose ``S - num_envs`` entries from ``head`` on are
+            the slots nobody writes, oldest completed first.
+        head: int32 ``()``: the ring position of the queue's oldest entry.
         episodes: int32 ``()``: slots completed since ``init``.
     """
 
     data: PyTree
     length: jax.Array
     complete: jax.Array
-    writing: jax.Array
     is_episode_start: jax.Array
     is_episode_end: jax.Array
     env_slot: jax.Array
-    next_slot: jax.Array
+    queue: jax.Array
+    head: jax.Array
     episodes: jax.Array
 
 
@@ -86,7 +92,9 @@ class EpisodeBuffer:
     """Replay of whole episodes from ``num_envs`` environments.
 
     Items must carry ``terminated`` and ``truncated`` (a :class:`Transition`, a dataclass
-    or a dict): they tell where an episode ends. Pure functions, like the other buffers::
+    or a dict): they tell where an episode ends. The buffer keeps the ``num_slots -
+    num_envs`` most recently completed episodes (chunks) and drops the one that completed
+    first, however long it is. Pure functions, like the other buffers::
 
         buffer = EpisodeBuffer(capacity=100_000 * 40, num_envs=100, max_length=40)
         state = buffer.init(example_item)
@@ -118,9 +126,11 @@ class EpisodeBuffer:
         if capacity // max_length < 2 * num_envs:
             raise ValueError(
                 f"capacity={capacity:,} gives {capacity // max_length} episode slots of "
-                f"max_length={max_length}, fewer than 2 * num_envs = {2 * num_envs} (one being "
-                f"written per environment and as many finished); use capacity >= "
-                f"{2 * num_envs * max_length:,}"
+                f"max_length={max_length}; num_envs={num_envs} needs at least 2 * num_envs = "
+                f"{2 * num_envs}: one being written per environment, and as many for "
+                f"completed episodes so that each one stays until the next add; use capacity "
+                f">= {2 * num_envs * max_length:,} or num_envs <= "
+                f"{capacity // max_length // 2}"
             )
 
     @property
@@ -138,18 +148,18 @@ class EpisodeBuffer:
             )
         spec = example_spec(example_item)
         slots, envs = self.num_slots, self.num_envs
-        first = jnp.arange(slots) < envs
+        # Environment i writes slot i; the queue holds the never-used slots, in order.
         return EpisodeBufferState(
             data=jax.tree.map(
                 lambda s: jnp.zeros((slots, self.max_length, *s.shape), s.dtype), spec
             ),
             length=jnp.zeros((slots,), jnp.int32),
             complete=jnp.zeros((slots,), bool),
-            writing=first,
-            is_episode_start=jnp.arange(slots) < envs,  # a separate buffer from `writing`
+            is_episode_start=jnp.arange(slots) < envs,
             is_episode_end=jnp.zeros((slots,), bool),
             env_slot=jnp.arange(envs, dtype=jnp.int32),
-            next_slot=jnp.asarray(envs % slots, jnp.int32),
+            queue=jnp.roll(jnp.arange(slots, dtype=jnp.int32), -envs),
+            head=jnp.zeros((), jnp.int32),
             episodes=jnp.zeros((), jnp.int32),
         )
 
@@ -171,24 +181,24 @@ class EpisodeBuffer:
         done = done_of(item)
         length = position + 1
         closing = done | (length == self.max_length)
-        writing = state.writing.at[slot].set(~closing)
-        # Free slots for the environments whose slot just closed, in ring order.
-        candidates = (state.next_slot + jnp.arange(2 * envs, dtype=jnp.int32)) % slots
-        free_so_far = jnp.cumsum(~writing[candidates])
-        rank = jnp.cumsum(closing) - 1
-        pick = jnp.searchsorted(free_so_far, rank + 1, side="left").astype(jnp.int32)
-        new_slot = candidates[jnp.minimum(pick, 2 * envs - 1)]
+        # Closed slots join the queue's tail in environment order, then each closing
+        # environment takes a slot from its head. The queue holds slots - envs >= envs
+        # entries, so the head's slots are older than every slot that closed now, and the
+        # tail's positions never reach the head's.
+        rank = jnp.cumsum(closing, dtype=jnp.int32) - 1
+        tail = jnp.where(closing, (state.head + slots - envs + rank) % slots, slots)
+        queue = state.queue.at[tail].set(slot, mode="drop")
+        new_slot = queue[(state.head + rank) % slots]
         target = jnp.where(closing, new_slot, slots)  # slots: out of range, dropped
-        advance = jnp.max(jnp.where(closing, pick + 1, 0))
         return EpisodeBufferState(
             data=data,
             length=state.length.at[slot].set(length).at[target].set(0, mode="drop"),
             complete=state.complete.at[slot].set(closing).at[target].set(False, mode="drop"),
-            writing=writing.at[target].set(True, mode="drop"),
             is_episode_start=state.is_episode_start.at[target].set(done, mode="drop"),
             is_episode_end=state.is_episode_end.at[slot].set(done),
             env_slot=jnp.where(closing, new_slot, slot),
-            next_slot=(state.next_slot + advance) % slots,
+            queue=queue,
+            head=(state.head + jnp.sum(closing, dtype=jnp.int32)) % slots,
             episodes=state.episodes + jnp.sum(closing, dtype=jnp.int32),
         )
 
