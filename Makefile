@@ -3,56 +3,64 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-INSTALL_STAMP := $(VENV)/.rollax-installed
+# What is installed: rollax alone (training, plots, GIFs: what `make demo` needs), or with
+# the test and benchmark extras (torch, torchrl, brax, the peer libraries).
+CORE_STAMP := $(VENV)/.rollax-core
+DEV_STAMP := $(VENV)/.rollax-dev
 
-.PHONY: install demo test test-fast lint format bench constraints clean
+.PHONY: install install-dev demo test test-fast lint format bench constraints clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 # Reinstall whenever the dependencies change.
-$(INSTALL_STAMP): $(PY) pyproject.toml constraints.txt
-	$(PIP) install --quiet -c constraints.txt -e ".[dev,bench]"
+$(CORE_STAMP): $(PY) pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e .
 	touch $@
 
-install: $(INSTALL_STAMP)
+$(DEV_STAMP): $(PY) pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e ".[dev,bench]"
+	touch $@ $(CORE_STAMP)
+
+install: $(CORE_STAMP)
+install-dev: $(DEV_STAMP)
 
 ## make demo: train PPO on CartPole-v1 into runs/demo-<time>/ (metrics, curve, checkpoints)
 ## and record the trained policy as policy.gif there.
 DEMO_DIR := runs/demo-$(shell date +%Y%m%d-%H%M%S)
-demo: $(INSTALL_STAMP)
+demo: $(CORE_STAMP)
 	$(VENV)/bin/rollax train ppo --env CartPole-v1 --run-dir $(DEMO_DIR)
 	$(VENV)/bin/rollax eval $(DEMO_DIR) --episodes 16 --video $(DEMO_DIR)/policy.gif
 	@echo "Run directory: $(DEMO_DIR) (metrics.csv, curve.png, tb/, checkpoints/, policy.gif)"
 
 ## make test: the whole suite, slow tests included, after a lint check, on two workers
 ## (pytest-xdist; compiling is single-threaded, so two processes keep both cores busy).
-test: $(INSTALL_STAMP)
+test: $(DEV_STAMP)
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m ruff format --check src tests benchmarks examples
 	$(PY) -m pytest -n 2 --durations=25
 
 ## make test-fast: the suite without the tests marked slow.
-test-fast: $(INSTALL_STAMP)
+test-fast: $(DEV_STAMP)
 	$(PY) -m pytest -m "not slow"
 
-lint: $(INSTALL_STAMP)
+lint: $(DEV_STAMP)
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m ruff format --check src tests benchmarks examples
 
-format: $(INSTALL_STAMP)
+format: $(DEV_STAMP)
 	$(PY) -m ruff check --fix src tests benchmarks examples
 	$(PY) -m ruff format src tests benchmarks examples
 
 ## make bench: every benchmark in benchmarks/, each ending with one JSON line.
-bench: $(INSTALL_STAMP)
+bench: $(DEV_STAMP)
 	$(PY) benchmarks/env_step.py
 	$(PY) benchmarks/autoreset.py
 	$(PY) benchmarks/ppo_cartpole.py
 	$(PY) benchmarks/adapters.py
 
-constraints: $(INSTALL_STAMP)
+constraints: $(DEV_STAMP)
 	{ sed -n '1,2p' constraints.txt; $(PIP) freeze --exclude-editable | grep -v '^rollax'; } > constraints.new
 	mv constraints.new constraints.txt
 

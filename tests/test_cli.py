@@ -122,10 +122,12 @@ def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):
          "--log-every", "512", "--run-dir", str(run_dir)],
         env=cli_env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    while proc.poll() is None and not (
-        (run_dir / "metrics.csv").is_file() and len(metrics(run_dir)) >= 1
-    ):
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (run_dir / "metrics.csv").is_file() and len(metrics(run_dir)) >= 1:
+            break
         time.sleep(0.05)
+    assert proc.poll() is None, "training ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGINT, stderr
@@ -178,6 +180,36 @@ def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_pa
     rollax("resume", str(stopped), env=cli_env)
     assert int(metrics(stopped)[-1]["env_steps"]) == 512
     assert metrics(stopped) and load_run(stopped).env_steps == 512
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["ppo"].update(gradient_penalty=1.0), "field(s) 'gradient_penalty' that"),
+        (lambda c: c["run"].pop("keep_checkpoints"), "lacks field(s) 'keep_checkpoints'"),
+        (lambda c: c["ppo"].update(num_envs="8"), "field 'num_envs' must be an integer, got '8'"),
+        (lambda c: c.update(algo="a2c"), "unknown algorithm 'a2c'"),
+    ],
+)
+def test_a_config_from_another_version_is_a_message_and_status_2(tmp_path, cli_env, edit, message):
+    import dataclasses
+
+    from rollax.agents.ppo import PPOConfig
+    from rollax.runs import RunConfig
+
+    config = {
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "ppo": dataclasses.asdict(PPOConfig()),
+        "run": dataclasses.asdict(RunConfig(run_dir=str(tmp_path))),
+    }
+    edit(config)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    for command in ("resume", "eval"):
+        proc = rollax(command, str(tmp_path), env=cli_env, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]  # nothing written
 
 
 def test_video_of_an_environment_without_render_is_refused_before_evaluating(tmp_path):

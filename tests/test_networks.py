@@ -9,7 +9,7 @@ import pytest
 
 import rollax
 from rollax.agents.ppo import PPOConfig, make_trainer
-from rollax.networks import ActorCritic, orthogonal
+from rollax.networks import ActorCritic, action_distribution, orthogonal
 
 
 @pytest.mark.parametrize("shape", [(4, 64), (64, 64), (64, 2), (64, 1), (3, 3, 8, 16)])
@@ -49,6 +49,56 @@ def test_actor_critic_shapes_for_discrete_and_box_spaces():
         out, log_std, value = net.apply(params, obs)
         assert out.shape == (5, *action_shape) and value.shape == (5,)
         assert log_std.shape == action_shape
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_actor_critic_starts_near_uniform_with_separate_actor_and_critic(env_id):
+    env = rollax.make(env_id)
+    net = ActorCritic.for_space(env.action_space, (64, 64), "tanh")
+    obs = jax.random.normal(jax.random.key(1), (256, *env.observation_space.shape))
+    params = net.init(jax.random.key(0), obs[0])
+    out, log_std, value = net.apply(params, obs)
+    # The policy head starts small (orthogonal, scale 0.01): near-uniform logits, a mean
+    # near zero with a unit standard deviation; the value head does not.
+    assert float(jnp.abs(out).max()) < 0.05
+    np.testing.assert_array_equal(log_std, np.zeros(log_std.shape))
+    assert float(value.std()) > 0.1
+    # The actor and the critic share no parameters: each output's gradient reaches only its
+    # own torso and head.
+    d_value = jax.grad(lambda p: net.apply(p, obs)[2].sum())(params)["params"]
+    d_policy = jax.grad(lambda p: net.apply(p, obs)[0].sum())(params)["params"]
+    for name in ("actor_torso", "actor_head"):
+        assert all(float(jnp.abs(g).sum()) == 0 for g in jax.tree.leaves(d_value[name]))
+        assert all(float(jnp.abs(g).sum()) > 0 for g in jax.tree.leaves(d_policy[name]))
+    for name in ("critic_torso", "critic_head"):
+        assert all(float(jnp.abs(g).sum()) == 0 for g in jax.tree.leaves(d_policy[name]))
+        assert all(float(jnp.abs(g).sum()) > 0 for g in jax.tree.leaves(d_value[name]))
+
+
+def test_action_distributions_match_scipy():
+    import scipy.stats
+
+    logits = jnp.asarray([[0.3, -1.2, 2.0], [0.0, 0.0, 0.0]], jnp.float32)
+    dist = action_distribution(logits, jnp.zeros(3, jnp.float32), discrete=True)
+    p = scipy.special.softmax(np.asarray(logits, np.float64), axis=-1)
+    np.testing.assert_allclose(dist.log_prob(jnp.asarray([2, 1])), np.log([p[0, 2], p[1, 1]]),
+                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(dist.entropy(), scipy.stats.entropy(p, axis=-1), rtol=1e-5)
+    np.testing.assert_array_equal(dist.mode(), [2, 0])
+    draws = np.asarray(dist.sample(jax.random.key(0)))
+    assert draws.shape == (2,)
+
+    mean = jnp.asarray([[0.5, -1.0]], jnp.float32)
+    log_std = jnp.asarray([0.2, -0.7], jnp.float32)
+    dist = action_distribution(mean, log_std, discrete=False)
+    x = jnp.asarray([[0.1, -0.4]], jnp.float32)
+    reference = scipy.stats.norm(np.asarray(mean), np.exp(np.asarray(log_std)))
+    np.testing.assert_allclose(dist.log_prob(x), reference.logpdf(np.asarray(x)).sum(-1),
+                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(dist.entropy(), reference.entropy().sum(-1), rtol=1e-5)
+    np.testing.assert_array_equal(dist.mode(), mean)
+    action, log_prob = dist.sample_and_log_prob(jax.random.key(0))
+    np.testing.assert_allclose(log_prob, dist.log_prob(action), rtol=1e-6)
 
 
 def test_trainer_pieces_compose_with_jax_transformations():

@@ -94,13 +94,30 @@ def test_training_in_pieces_equals_training_at_once():
 
 
 def test_seeds_train_independently():
+    # Seed 1 gets another learning rate and entropy weight; seeds 0 and 2 must train exactly
+    # as they do without the change. (Seeds share one environment batch; a reset strategy
+    # that resets environment by environment keeps them apart bit for bit. "pool" serves
+    # fresh states by rank over the whole batch: the same distribution, not the same bits.)
     config = SMALL.replace(num_seeds=3)
-    trainer = make_trainer(config, "CartPole-v1")
+    trainer = make_trainer(config, "CartPole-v1", reset_strategy="on_done")
     state = trainer.init(jax.random.key(0))
-    state, metrics = trainer.run(state, 128)
-    assert metrics["episode_return"].shape == (3,)
-    kernels = np.asarray(state.params["params"]["actor_head"]["kernel"])
-    assert kernels.shape[0] == 3 and not np.allclose(kernels[0], kernels[1])
+    hp = state.hparams
+    changed = state.replace(
+        hparams=hp.replace(
+            learning_rate=hp.learning_rate.at[1].multiply(10.0), ent_coef=hp.ent_coef.at[1].set(0.1)
+        )
+    )
+    base, base_metrics = trainer.run(state, 256)
+    other, other_metrics = trainer.run(changed, 256)
+    for a, b in zip(jax.tree.leaves(base.params), jax.tree.leaves(other.params), strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        np.testing.assert_array_equal(a[[0, 2]], b[[0, 2]])
+        assert not np.array_equal(a[1], b[1])
+    for name in ("episode_return", "policy_loss", "entropy"):
+        np.testing.assert_array_equal(
+            np.asarray(base_metrics[name])[[0, 2]], np.asarray(other_metrics[name])[[0, 2]]
+        )
+    assert float(other_metrics["policy_loss"][1]) != float(base_metrics["policy_loss"][1])
 
 
 def test_pendulum_runs_with_continuous_actions():

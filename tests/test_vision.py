@@ -30,6 +30,48 @@ def test_encoder_shapes_for_small_and_nature_sized_images(pool):
     assert small.apply(params, x).shape == (2, 5, 256)
 
 
+def test_pooling_averages_or_maxes_the_feature_map_over_space():
+    # Without the dense layer the three modes share their parameters, so "avg" and "max"
+    # must be the mean and maximum over positions of what "none" flattens.
+    x = jax.random.uniform(jax.random.key(3), (4, 32, 48, 3))
+    flat = CNNEncoder.for_image((32, 48, 3), dense=0)
+    params = flat.init(jax.random.key(0), x)
+    features = flat.apply(params, x).reshape(4, 4, 6, 32)  # 32x48 halved three times
+    for pool, reduce in (("avg", jnp.mean), ("max", jnp.max)):
+        pooled = CNNEncoder.for_image((32, 48, 3), dense=0, pool=pool).apply(params, x)
+        np.testing.assert_allclose(pooled, reduce(features, axis=(1, 2)), rtol=1e-5, atol=1e-6)
+    # Pooled features do not move when the content moves within the image (zero borders).
+    image = jnp.zeros((1, 32, 48, 3)).at[:, 8:16, 8:16].set(1.0)
+    moved = jnp.roll(image, (8, 16), axis=(1, 2))
+    pooled = CNNEncoder.for_image((32, 48, 3), dense=0, pool="max")
+    np.testing.assert_allclose(
+        pooled.apply(params, image), pooled.apply(params, moved), rtol=1e-5, atol=1e-6
+    )
+    assert not np.allclose(flat.apply(params, image), flat.apply(params, moved))
+
+
+def test_layer_norm_normalizes_each_position_over_its_channels():
+    x = jax.random.uniform(jax.random.key(3), (2, 32, 48, 3))
+    plain = CNNEncoder.for_image((32, 48, 3))
+    normed = CNNEncoder.for_image((32, 48, 3), layer_norm=True)
+    params = normed.init(jax.random.key(0), x)
+    _, seen = normed.apply(params, x, capture_intermediates=True)
+    outputs = [
+        v["__call__"][0] for k, v in seen["intermediates"].items() if k.startswith("LayerNorm")
+    ]
+    assert len(outputs) == 3  # one after each convolution
+    for y in outputs:  # (B, h, w, C): zero mean and unit variance over C at every position
+        np.testing.assert_allclose(y.mean(-1), 0.0, atol=1e-5)
+        np.testing.assert_allclose(y.var(-1), 1.0, atol=1e-3)
+    # So the features ignore the images' brightness scale (biases start at zero), which
+    # the plain encoder passes through (ReLU is positively homogeneous).
+    np.testing.assert_allclose(normed.apply(params, 3 * x), normed.apply(params, x), atol=1e-4)
+    plain_params = plain.init(jax.random.key(0), x)
+    np.testing.assert_allclose(
+        plain.apply(plain_params, 3 * x), 3 * plain.apply(plain_params, x), rtol=1e-4, atol=1e-5
+    )
+
+
 def test_nature_encoder_for_large_images():
     nature = CNNEncoder.for_image((84, 84, 3))
     assert nature.kernels == (8, 4, 3) and nature.dense == 512

@@ -38,6 +38,7 @@ import numpy as np
 from rollax.agents.ppo import PPOConfig, make_trainer
 from rollax.checkpoints import Checkpointer
 from rollax.networks import is_image_key
+from rollax.training import decode_config, run_keys
 
 __all__ = ["RunConfig", "evaluate_run", "resume", "train", "write_video"]
 
@@ -168,7 +169,7 @@ def train(algo_config: PPOConfig, run_config: RunConfig) -> Path:
         algo_config=algo_config,
         run_config=dataclasses.replace(run_config, run_dir=str(directory)),
         trainer=trainer,
-        state=trainer.init(jax.random.key(run_config.seed)),
+        state=trainer.init(run_keys(run_config.seed).init),
         checkpoints=Checkpointer(directory / "checkpoints", run_config.keep_checkpoints),
     )
     _write_atomic(directory / "config.json", json.dumps(run.config_json(), indent=2).encode())
@@ -198,15 +199,18 @@ def load_run(
             f"RUN_DIR {str(directory)!r} holds no run (no config.json); start one with "
             f"`rollax train ppo --env ... --run-dir {directory}`."
         )
-    stored = json.loads(config_path.read_text())
-    if stored.get("algo") != "ppo":
-        raise ValueError(f"RUN_DIR {str(directory)!r}: unknown algorithm {stored.get('algo')!r}.")
-    ppo = stored["ppo"]
-    for name in ("hidden_sizes", "actor_keys", "critic_keys"):
-        if name in ppo:
-            ppo[name] = tuple(ppo[name])
-    algo_config = PPOConfig(**ppo)
-    run_config = RunConfig(**stored["run"])
+    try:
+        stored = json.loads(config_path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{config_path} is not valid JSON ({e}).") from e
+    if not isinstance(stored, dict) or stored.get("algo") != "ppo":
+        algo = stored.get("algo") if isinstance(stored, dict) else None
+        raise ValueError(f"{config_path}: unknown algorithm {algo!r}; known: 'ppo'.")
+    for name in ("ppo", "run"):
+        if name not in stored:
+            raise ValueError(f"{config_path} lacks its {name!r} section.")
+    algo_config = decode_config(PPOConfig, stored["ppo"], f"{config_path}: 'ppo'")
+    run_config = decode_config(RunConfig, stored["run"], f"{config_path}: 'run'")
     if total_steps is not None:
         algo_config = algo_config.replace(total_steps=total_steps)
         algo_config.validate()
@@ -216,7 +220,7 @@ def load_run(
         trainer.warmup(_evaluations(run_config))
     if for_training and checkpoints.latest_step() is None:
         # Stopped before its first checkpoint: nothing was trained, so start it afresh.
-        state = trainer.init(jax.random.key(run_config.seed))
+        state = trainer.init(run_keys(run_config.seed).init)
     else:
         state, _ = checkpoints.restore(jax.eval_shape(trainer.init, jax.random.key(0)))
     done = int(state.env_steps)
@@ -465,7 +469,7 @@ def plot_curve(directory: Path) -> Path | None:
 
 def evaluate_run_state(run: _Run, episodes: int) -> dict[str, Any]:
     """Mean and spread of the return with the deterministic and the stochastic policy."""
-    key = jax.random.key(run.run_config.seed + 1)
+    key = run_keys(run.run_config.seed).evaluate
     result: dict[str, Any] = {"env_steps": run.env_steps, "episodes_per_seed": episodes}
     for name, deterministic in (("deterministic", True), ("stochastic", False)):
         returns = np.asarray(run.trainer.evaluate(run.state, key, episodes, deterministic))
@@ -589,7 +593,7 @@ def _record_episode(run: _Run) -> tuple[np.ndarray, float]:
         return first, frames, was_done, total[0]
 
     first, frames, was_done, total = jax.device_get(
-        episode(run.state, jax.random.key(run.run_config.seed + 2))
+        episode(run.state, run_keys(run.run_config.seed).video)
     )
     length = int(np.argmax(was_done)) if was_done.any() else horizon
     return np.concatenate([first[None], frames[:length]]), float(total)

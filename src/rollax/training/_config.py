@@ -1,0 +1,124 @@
+"""Configuration dataclasses to and from JSON, decoded by each field's declared type.
+
+A run directory stores its configurations in ``config.json``; reading them back must give
+the same frozen dataclasses, or say exactly what does not fit (a field this version does
+not know, one it needs and the file lacks, a value of the wrong type) instead of a
+traceback. Decoding follows the type annotations, so a new field of any supported type
+(``int``, ``float``, ``bool``, ``str``, ``tuple[X, ...]``, ``X | None``, ``Literal[...]`` or
+a nested config dataclass) needs no edit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Literal, TypeVar
+
+__all__ = ["ConfigError", "config_to_json", "decode_config"]
+
+C = TypeVar("C")
+
+
+class ConfigError(ValueError):
+    """A stored configuration that does not fit this version's configuration class."""
+
+
+def config_to_json(config: Any) -> dict[str, Any]:
+    """A config dataclass as JSON-ready data (tuples become lists)."""
+    return dataclasses.asdict(config)
+
+
+def decode_config(cls: type[C], data: Any, where: str) -> C:
+    """Rebuild a config dataclass ``cls`` from JSON data, checking every field.
+
+    Args:
+        cls: A dataclass whose fields are annotated with supported types.
+        data: The decoded JSON object.
+        where: What ``data`` is, for messages (e.g. ``"config.json: 'ppo'"``).
+
+    Raises:
+        ConfigError: an unknown or missing field, or a value of the wrong type; the message
+            names the field, what was found and what is valid.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a JSON object of {cls.__name__} fields, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(data) - set(fields))
+    missing = sorted(set(fields) - set(data))
+    known = ", ".join(fields)
+    if unknown:
+        raise ConfigError(
+            f"{where} has field(s) {', '.join(map(repr, unknown))} that {cls.__name__} of this "
+            f"rollax version does not have (it was written by another version?); "
+            f"{cls.__name__}'s fields are: {known}"
+        )
+    if missing:
+        raise ConfigError(
+            f"{where} lacks field(s) {', '.join(map(repr, missing))} of {cls.__name__} (it was "
+            f"written by another version of rollax?); add them to the file with the value the "
+            f"run used (defaults: "
+            + ", ".join(f"{m}={_default(fields[m])!r}" for m in missing)
+            + ")"
+        )
+    values = {name: _decode(hints[name], data[name], f"{where} field {name!r}") for name in data}
+    return cls(**values)
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return "no default"
+
+
+def _decode(kind: Any, value: Any, where: str) -> Any:
+    """``value`` as an instance of the annotated type ``kind``."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _decode(option, value, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        if len(errors) == 1:
+            raise ConfigError(errors[0])
+        raise ConfigError(f"{where}: {value!r} fits none of {kind}")
+    if origin is Literal:
+        if value in args and type(value) in {type(a) for a in args}:
+            return value
+        raise ConfigError(f"{where} must be one of {list(args)}, got {value!r}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where} must be a list, got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+        if len(args) != len(value):
+            raise ConfigError(f"{where} must have {len(args)} entries, got {value!r}")
+        pairs = enumerate(zip(args, value, strict=True))
+        return tuple(_decode(a, v, f"{where}[{i}]") for i, (a, v) in pairs)
+    if dataclasses.is_dataclass(kind):
+        return decode_config(kind, value, where)
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif kind is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif kind is str:
+        if isinstance(value, str):
+            return value
+    else:
+        raise TypeError(f"{where}: decode_config does not support fields of type {kind!r}")
+    raise ConfigError(f"{where} must be {_WHAT[kind]}, got {value!r}")
+
+
+_WHAT = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
