@@ -15,7 +15,7 @@ Three parts, in one process (``--parts`` picks some):
   ``rollax train ppo --env PixelCartPole-v1`` uses: default resolution, frame stack),
   with and without ``augment_pixels``. Training runs in chunks of ``--chunk`` steps; after
   each, the policy is evaluated on ``--episodes`` episodes with sampled actions (not timed).
-  Time to 400 = compile (``trainer.warmup``) + training time up to the first evaluation with
+  Time to 400 = compile (``agent.warmup``) + training time up to the first evaluation with
   a mean return >= 400; a run stops there or after ``--cap-s`` seconds of training.
 
 ``minatar``: ``gymnax/Breakout-MinAtar`` for ``--minatar-steps`` (1M) environment steps,
@@ -151,25 +151,25 @@ def pixel_cartpole_time_to(
     augment: bool, cap_s: float, chunk: int, episodes: int, seed: int
 ) -> dict[str, Any]:
     """Train PPO from pixels until an evaluation reaches PIXEL_TARGET or cap_s runs out."""
-    from rollax.agents.ppo import PRESETS, make_trainer
+    from rollax.agents.ppo import PRESETS, make_ppo
 
     config = PRESETS["PixelCartPole-v1"].replace(augment_pixels=augment)
     chunk = max(chunk // config.batch_size, 1) * config.batch_size
     start = time.perf_counter()
-    trainer = make_trainer(config, "PixelCartPole-v1")
-    trainer.warmup([(episodes, False)])
-    state = jax.block_until_ready(trainer.init(jax.random.key(seed)))
+    agent = make_ppo(config, "PixelCartPole-v1")
+    agent.warmup([(episodes, False)])
+    state = jax.block_until_ready(agent.init(jax.random.key(seed)))
     compile_s = time.perf_counter() - start
     key = jax.random.key(10_000 + seed)
     train_s, steps, curve, reached_at = 0.0, 0, [], None
     while steps < config.total_steps and train_s < cap_s:
         start = time.perf_counter()
-        state, _ = trainer.run(state, chunk)
+        state, _ = agent.run(state, chunk)
         jax.block_until_ready(state)
         train_s += time.perf_counter() - start
         steps += chunk
         key, k = jax.random.split(key)
-        mean = float(np.mean(np.asarray(trainer.evaluate(state, k, episodes, False))))
+        mean = float(np.mean(np.asarray(agent.evaluate(state, k, episodes, False))))
         curve.append([steps, round(train_s, 2), round(mean, 1)])
         print(f"pixel CartPole augment={augment}: {steps:>8,} steps, {train_s:7.1f} s "
               f"training, evaluation return {mean:6.1f}", flush=True)  # fmt: skip
@@ -193,18 +193,18 @@ def pixel_cartpole_time_to(
 
 def rollax_minatar(seed: int, total: int, episodes: int) -> dict[str, Any]:
     """rollax PPO with the vision network on Breakout-MinAtar: wall time and final return."""
-    from rollax.agents.ppo import PRESETS, make_trainer
+    from rollax.agents.ppo import PRESETS, make_ppo
 
     config = PRESETS["gymnax/Breakout-MinAtar"].replace(total_steps=total)
     jax.clear_caches()
     start = time.perf_counter()
-    trainer = make_trainer(config, "gymnax/Breakout-MinAtar")
-    trainer.warmup()
-    state = trainer.init(jax.random.key(seed))
-    state, _ = trainer.run(state, total)
+    agent = make_ppo(config, "gymnax/Breakout-MinAtar")
+    agent.warmup()
+    state = agent.init(jax.random.key(seed))
+    state, _ = agent.run(state, total)
     jax.block_until_ready(state)
     wall = time.perf_counter() - start
-    returns = trainer.evaluate(state, jax.random.key(10_000 + seed), episodes, False)
+    returns = agent.evaluate(state, jax.random.key(10_000 + seed), episodes, False)
     return {"wall_s": wall, "final_return": float(np.mean(np.asarray(returns)))}
 
 

@@ -13,7 +13,7 @@ Method, identical for both: the training program runs in chunks of ``--chunk`` e
 steps; after each chunk the policy is evaluated (stochastic actions, ``--episodes`` episodes,
 outside the timed training). Time to solve = compile time (training chunk, initialization and
 evaluator, compiled before training starts: rejax ahead of time, rollax with
-``trainer.warmup``, which compiles them side by side) +
+``agent.warmup``, which compiles them side by side) +
 training time of the chunks up to the first evaluation
 with a mean return >= 475. With 8 seeds at once (one ``vmap``ped program for each library),
 both train the whole budget and the figure is compile + training time (how many seeds solved
@@ -74,7 +74,7 @@ def rollax_solver(
     seed: int, num_seeds: int, total: int, chunk: int, episodes: int
 ) -> dict[str, Any]:
     """Compile rollax's PPO and train in chunks until every seed is solved."""
-    from rollax.agents.ppo import PPOConfig, make_trainer
+    from rollax.agents.ppo import PPOConfig, make_ppo
 
     config = PPOConfig(
         **SETTINGS,
@@ -85,14 +85,14 @@ def rollax_solver(
         activation="tanh",
     )
     with _Timed() as compile_time:
-        trainer = make_trainer(config, "CartPole-v1")
+        agent = make_ppo(config, "CartPole-v1")
         # Compile initialization, the training chunk (the same program for any number of
         # updates) and the evaluator side by side, then initialize.
-        trainer.warmup([(episodes, False)])
-        state = jax.block_until_ready(trainer.init(jax.random.key(seed)))
+        agent.warmup([(episodes, False)])
+        state = jax.block_until_ready(agent.init(jax.random.key(seed)))
     return _solve(
-        lambda s: trainer.run(s, chunk)[0],
-        lambda s, k: trainer.evaluate(s, k, episodes, False),
+        lambda s: agent.run(s, chunk)[0],
+        lambda s, k: agent.evaluate(s, k, episodes, False),
         state,
         compile_time.seconds,
         total,
@@ -192,16 +192,16 @@ def rejax_solver(
 
 def throughput(repeats: int, steps: int) -> dict[str, float]:
     """Training env steps/s, same hyperparameters, one seed, after compiling."""
-    from rollax.agents.ppo import PPOConfig, make_trainer
+    from rollax.agents.ppo import PPOConfig, make_ppo
 
     results = {}
     config = PPOConfig(
         **SETTINGS, total_steps=steps, anneal_lr=False, hidden_sizes=(64, 64), activation="tanh"
     )
-    trainer = make_trainer(config, "CartPole-v1")
-    state = trainer.init(jax.random.key(0))
-    jax.block_until_ready(trainer.run(state, steps))
-    results["rollax"] = steps / _median(lambda: trainer.run(state, steps), repeats)
+    agent = make_ppo(config, "CartPole-v1")
+    state = agent.init(jax.random.key(0))
+    jax.block_until_ready(agent.run(state, steps))
+    results["rollax"] = steps / _median(lambda: agent.run(state, steps), repeats)
 
     algo, _, _ = _rejax_ppo(steps)
     ts = jax.jit(algo.init_state)(jax.random.key(0))

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from rollax.agents.ppo import PPOConfig, make_trainer
+from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.checkpoints import Checkpointer, CheckpointError
 
 SMALL = PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_epochs=2, num_minibatches=2)
@@ -28,33 +28,33 @@ def _assert_trees_equal(a, b):
 
 
 @pytest.fixture(scope="module")
-def trainer():
-    return make_trainer(SMALL.replace(num_seeds=2), "Maze-v0", reset_strategy="pool")
+def agent():
+    return make_ppo(SMALL.replace(num_seeds=2), "Maze-v0", reset_strategy="pool")
 
 
-def test_restore_and_continue_is_bit_identical_to_an_uninterrupted_run(trainer, tmp_path):
+def test_restore_and_continue_is_bit_identical_to_an_uninterrupted_run(agent, tmp_path):
     # The maze's pool of fresh resets, the env keys and the optimizer state all travel.
-    start = trainer.init(jax.random.key(5))
-    whole, m_whole = trainer.run(start, 256)
+    start = agent.init(jax.random.key(5))
+    whole, m_whole = agent.run(start, 256)
 
-    half, _ = trainer.run(start, 128)
+    half, _ = agent.run(start, 128)
     ckpt = Checkpointer(tmp_path / "ckpt")
     ckpt.save(128, half, {"algo": "ppo", "config": {"num_envs": 4}})
     del half
-    target = jax.eval_shape(trainer.init, jax.random.key(0))
+    target = jax.eval_shape(agent.init, jax.random.key(0))
     restored, config = ckpt.restore(target)
     assert config == {"algo": "ppo", "config": {"num_envs": 4}}
-    resumed, m_resumed = trainer.run(restored, 128)
+    resumed, m_resumed = agent.run(restored, 128)
 
     _assert_trees_equal(whole, resumed)
     assert int(m_resumed["env_steps"]) == int(m_whole["env_steps"]) == 256
 
 
-def test_keys_come_back_exactly(trainer, tmp_path):
-    state = trainer.init(jax.random.key(1))
+def test_keys_come_back_exactly(agent, tmp_path):
+    state = agent.init(jax.random.key(1))
     ckpt = Checkpointer(tmp_path)
     ckpt.save(0, state, {})
-    restored, _ = ckpt.restore(jax.eval_shape(trainer.init, jax.random.key(0)))
+    restored, _ = ckpt.restore(jax.eval_shape(agent.init, jax.random.key(0)))
     _assert_trees_equal(state, restored)
     assert jax.dtypes.issubdtype(restored.key.dtype, jax.dtypes.prng_key)
 
@@ -95,9 +95,9 @@ def test_a_truncated_checkpoint_is_a_clear_error_and_earlier_ones_still_restore(
 
 def test_an_incompatible_checkpoint_names_what_differs(tmp_path):
     ckpt = Checkpointer(tmp_path)
-    small = make_trainer(SMALL, "CartPole-v1")
+    small = make_ppo(SMALL, "CartPole-v1")
     ckpt.save(0, small.init(jax.random.key(0)), {})
-    bigger = make_trainer(SMALL.replace(num_envs=8), "CartPole-v1")
+    bigger = make_ppo(SMALL.replace(num_envs=8), "CartPole-v1")
     with pytest.raises(CheckpointError, match=r"does not fit: .* stored as .*\[4.*expects"):
         ckpt.restore(jax.eval_shape(bigger.init, jax.random.key(0)))
     with pytest.raises(CheckpointError, match="holds a different state: missing"):

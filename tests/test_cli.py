@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from rollax.runs import load_run
+from rollax.training import load_run
 
 TINY = [
     "--num-envs", "4", "--num-steps", "16", "--num-epochs", "2", "--num-minibatches", "2",
@@ -54,7 +54,7 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
            "--checkpoint-every", "1024", "--eval-episodes", "4", env=cli_env)  # fmt: skip
 
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["env"] == "CartPole-v1" and config["ppo"]["hidden_sizes"] == [16, 16]
+    assert config["env"] == "CartPole-v1" and config["config"]["hidden_sizes"] == [16, 16]
     rows = metrics(run_dir)
     assert [int(r["env_steps"]) for r in rows] == list(range(256, 2049, 256))
     assert float(rows[-1]["steps_per_second"]) > 0
@@ -67,7 +67,7 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
     rollax("resume", str(run_dir), "--total-steps", "3072", env=cli_env)
     rows = metrics(run_dir)
     assert [int(r["env_steps"]) for r in rows] == list(range(256, 3073, 256))
-    assert json.loads((run_dir / "config.json").read_text())["ppo"]["total_steps"] == 3072
+    assert json.loads((run_dir / "config.json").read_text())["config"]["total_steps"] == 3072
 
     # Resuming a finished run is a no-op that exits cleanly (no second checkpoint of a step).
     rollax("resume", str(run_dir), env=cli_env)
@@ -185,22 +185,25 @@ def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_pa
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda c: c["ppo"].update(gradient_penalty=1.0), "field(s) 'gradient_penalty' that"),
+        (lambda c: c["config"].update(gradient_penalty=1.0), "field(s) 'gradient_penalty' that"),
         (lambda c: c["run"].pop("keep_checkpoints"), "lacks field(s) 'keep_checkpoints'"),
-        (lambda c: c["ppo"].update(num_envs="8"), "field 'num_envs' must be an integer, got '8'"),
-        (lambda c: c.update(algo="a2c"), "unknown algorithm 'a2c'"),
+        (
+            lambda c: c["config"].update(num_envs="8"),
+            "field 'num_envs' must be an integer, got '8'",
+        ),
+        (lambda c: c.update(algo="a2c"), "Unknown algorithm 'a2c'"),
     ],
 )
 def test_a_config_from_another_version_is_a_message_and_status_2(tmp_path, cli_env, edit, message):
     import dataclasses
 
     from rollax.agents.ppo import PPOConfig
-    from rollax.runs import RunConfig
+    from rollax.training import RunConfig
 
     config = {
         "algo": "ppo",
         "env": "CartPole-v1",
-        "ppo": dataclasses.asdict(PPOConfig()),
+        "config": dataclasses.asdict(PPOConfig()),
         "run": dataclasses.asdict(RunConfig(run_dir=str(tmp_path))),
     }
     edit(config)
@@ -212,8 +215,26 @@ def test_a_config_from_another_version_is_a_message_and_status_2(tmp_path, cli_e
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]  # nothing written
 
 
+def test_a_diverging_run_stops_with_a_message_and_keeps_its_last_good_checkpoint(tmp_path, cli_env):
+    # An absurd learning rate: the first update is finite, the second overflows the values.
+    run_dir = tmp_path / "run"
+    proc = rollax("train", "ppo", "--num-envs", "4", "--num-steps", "16", "--num-epochs", "1",
+                  "--num-minibatches", "1", "--hidden-sizes", "16", "16", "--no-progress",
+                  "--learning-rate", "1e30", "--total-steps", "640", "--log-every", "64",
+                  "--checkpoint-every", "64", "--keep-checkpoints", "1",
+                  "--run-dir", str(run_dir), env=cli_env, check=False)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert "Training diverged between environment steps 64 and 128" in proc.stderr
+    assert "value_loss=inf" in proc.stderr and "Traceback" not in proc.stderr
+    # The diverged state was never saved, so it did not push the good one out.
+    assert [p.name for p in (run_dir / "checkpoints").iterdir()] == ["64"]
+    run = load_run(run_dir)
+    assert run.env_steps == 64
+    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(run.state.params))
+
+
 def test_video_of_an_environment_without_render_is_refused_before_evaluating(tmp_path):
-    from rollax.runs import check_video_path
+    from rollax.training import check_video_path
 
     (tmp_path / "config.json").write_text(json.dumps({"env": "gymnax/CartPole-v1"}))
     with pytest.raises(ValueError, match="gymnax/CartPole-v1 cannot render"):
@@ -228,7 +249,7 @@ def test_pixel_training_and_a_video_of_what_the_agent_saw(tmp_path, cli_env):
         env=cli_env,
     )  # fmt: skip
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["ppo"]["augment_pixels"] and config["ppo"]["actor_keys"] == ["pixels/fixed"]
+    assert config["config"]["augment_pixels"] and config["config"]["actor_keys"] == ["pixels/fixed"]
     video = tmp_path / "seen.gif"
     rollax("eval", str(run_dir), "--episodes", "2", "--video", str(video), env=cli_env)
     frames = iio.imread(video)
@@ -243,7 +264,7 @@ def test_minatar_trains_from_its_board_and_the_video_shows_the_board(tmp_path, c
         "--eval-episodes", "0", "--run-dir", str(run_dir), env=cli_env,
     )  # fmt: skip
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["ppo"]["gamma"] == 0.999  # the preset, under the command line's sizes
+    assert config["config"]["gamma"] == 0.999  # the preset, under the command line's sizes
     video = tmp_path / "board.gif"
     rollax("eval", str(run_dir), "--episodes", "1", "--video", str(video), env=cli_env)
     frames = iio.imread(video)

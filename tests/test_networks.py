@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax.agents.ppo import PPOConfig, make_trainer
+from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.networks import ActorCritic, action_distribution, orthogonal
 
 
@@ -28,10 +28,10 @@ def test_orthogonal_init_matches_jax_qr_based_initializer(shape, scale):
 def test_ppo_init_has_no_lapack_call():
     # A batched QR runs on XLA:CPU's intra-op pool and can wait on it forever (a hang seen with
     # several seeds on 2 cores); PPO's initialization must not contain one.
-    trainer = make_trainer(
+    agent = make_ppo(
         PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_seeds=3), "CartPole-v1"
     )
-    program = jax.jit(trainer.init).lower(jax.random.key(0)).as_text()
+    program = jax.jit(agent.init).lower(jax.random.key(0)).as_text()
     assert "custom_call" not in program
 
 
@@ -102,14 +102,14 @@ def test_action_distributions_match_scipy():
 
 
 def test_trainer_pieces_compose_with_jax_transformations():
-    trainer = make_trainer(PPOConfig(num_envs=4, num_steps=16, total_steps=4096), "CartPole-v1")
-    direct = trainer.init(jax.random.key(0))
-    nested = jax.jit(trainer.init)(jax.random.key(0))
-    with_params = trainer.init(jax.random.key(0), env_params=trainer.env.default_params)
+    agent = make_ppo(PPOConfig(num_envs=4, num_steps=16, total_steps=4096), "CartPole-v1")
+    direct = agent.init(jax.random.key(0))
+    nested = jax.jit(agent.init)(jax.random.key(0))
+    with_params = agent.init(jax.random.key(0), env_params=agent.env.default_params)
     assert int(with_params.env_steps) == 0
     for a, b in zip(jax.tree.leaves(direct.params), jax.tree.leaves(nested.params), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
-    seeds = jax.vmap(trainer.init)(jax.random.split(jax.random.key(0), 2))
+    seeds = jax.vmap(agent.init)(jax.random.split(jax.random.key(0), 2))
     assert seeds.env_steps.shape == (2,)
-    shapes = jax.eval_shape(lambda s, k: trainer.evaluate(s, k, 4, True), direct, jax.random.key(1))
+    shapes = jax.eval_shape(lambda s, k: agent.evaluate(s, k, 4, True), direct, jax.random.key(1))
     assert shapes.shape == (1, 4)

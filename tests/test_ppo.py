@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax.agents.ppo import PPOConfig, make_trainer
+from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.networks import ActorCritic
 
 SMALL = PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_epochs=2, num_minibatches=2)
@@ -17,10 +17,10 @@ SMALL = PPOConfig(num_envs=4, num_steps=16, total_steps=4096, num_epochs=2, num_
 @pytest.mark.slow
 def test_ppo_solves_cartpole():
     config = PPOConfig(num_seeds=2)
-    trainer = make_trainer(config, "CartPole-v1")
-    state = trainer.init(jax.random.key(0))
-    state, metrics = trainer.run(state, config.total_steps)
-    returns = np.asarray(trainer.evaluate(state, jax.random.key(1), num_episodes=64))
+    agent = make_ppo(config, "CartPole-v1")
+    state = agent.init(jax.random.key(0))
+    state, metrics = agent.run(state, config.total_steps)
+    returns = np.asarray(agent.evaluate(state, jax.random.key(1), num_episodes=64))
     assert returns.shape == (2, 64)
     assert returns.mean(axis=1).min() >= 475, returns.mean(axis=1)
     assert int(metrics["env_steps"]) == config.total_steps
@@ -31,62 +31,61 @@ def test_ppo_solves_pendulum_with_its_preset_on_a_small_budget():
     from rollax.agents.ppo.config import PRESETS
 
     config = PRESETS["Pendulum-v1"].replace(num_seeds=2, total_steps=196_608)
-    trainer = make_trainer(config, "Pendulum-v1")
-    state = trainer.init(jax.random.key(0))
-    state, _ = trainer.run(state, config.total_steps)
-    returns = np.asarray(trainer.evaluate(state, jax.random.key(1), num_episodes=64))
+    agent = make_ppo(config, "Pendulum-v1")
+    state = agent.init(jax.random.key(0))
+    state, _ = agent.run(state, config.total_steps)
+    returns = np.asarray(agent.evaluate(state, jax.random.key(1), num_episodes=64))
     assert returns.mean(axis=1).min() >= -250, returns.mean(axis=1)
 
 
-def test_run_compiles_once_across_calls_sizes_and_env_params():
-    trainer = make_trainer(SMALL, "CartPole-v1")
-    state = trainer.init(jax.random.key(0))
-    state, _ = trainer.run(state, 64)
-    state, _ = trainer.run(state, 192)  # a different number of updates is data
-    # A curriculum step: new environment params, same program.
-    state = state.replace(env_params=state.env_params.replace(gravity=12.0, max_episode_steps=50))
-    state, metrics = trainer.run(state, 64)
-    assert int(metrics["env_steps"]) == 64 + 192 + 64
-    assert _jit_cache_size(trainer) == 1
-
-
-def test_warmup_compiles_everything_beforehand():
+def _count_compiles(names):
+    """A list that collects the names of programs compiled while ``listening[0]`` is set."""
     compiled: list[str] = []
     listening = [False]
 
     def on_event(name: str, seconds: float, fun_name: str = "", **kwargs) -> None:
-        programs = ("jit(init)", "jit(run_updates)", "jit(run_episodes)")
-        if listening[0] and "backend_compile" in name and fun_name in programs:
+        if listening[0] and "backend_compile" in name and fun_name in names:
             compiled.append(fun_name)
 
     jax.monitoring.register_event_duration_secs_listener(on_event)
-    trainer = make_trainer(SMALL, "CartPole-v1")
-    trainer.warmup([(4, True), (4, False)])
+    return compiled, listening
+
+
+def test_run_compiles_once_across_calls_sizes_and_env_params():
+    compiled, listening = _count_compiles(("jit(run_iterations)",))
+    agent = make_ppo(SMALL, "CartPole-v1")
+    state = agent.init(jax.random.key(0))
     listening[0] = True
-    state = trainer.init(jax.random.key(0))
-    state, _ = trainer.run(state, 64)
-    state, _ = trainer.run(state, 128)
-    returns = trainer.evaluate(state, jax.random.key(1), 4, False)
+    state, _ = agent.run(state, 64)
+    state, _ = agent.run(state, 192)  # a different number of updates is data
+    # A curriculum step: new environment params, same program.
+    state = state.replace(env_params=state.env_params.replace(gravity=12.0, max_episode_steps=50))
+    state, metrics = agent.run(state, 64)
+    listening[0] = False
+    assert int(metrics["env_steps"]) == 64 + 192 + 64
+    assert compiled == ["jit(run_iterations)"]
+
+
+def test_warmup_compiles_everything_beforehand():
+    compiled, listening = _count_compiles(("jit(init)", "jit(run_iterations)", "jit(run_episodes)"))
+    agent = make_ppo(SMALL, "CartPole-v1")
+    agent.warmup([(4, True), (4, False)])
+    listening[0] = True
+    state = agent.init(jax.random.key(0))
+    state, _ = agent.run(state, 64)
+    state, _ = agent.run(state, 128)
+    returns = agent.evaluate(state, jax.random.key(1), 4, False)
     listening[0] = False
     assert returns.shape == (1, 4)
     assert compiled == []  # the training programs all came from warmup
 
 
-def _jit_cache_size(trainer):
-    """Compilations of the trainer's jitted run program."""
-    for cell in trainer.run.__closure__:
-        fn = cell.cell_contents
-        if hasattr(fn, "_cache_size"):
-            return fn._cache_size()
-    raise AssertionError("no jitted program in run's closure")
-
-
 def test_training_in_pieces_equals_training_at_once():
-    trainer = make_trainer(SMALL, "CartPole-v1")
-    start = trainer.init(jax.random.key(3))
-    whole, m_whole = trainer.run(start, 256)
-    half, _ = trainer.run(start, 128)
-    half, m_half = trainer.run(half, 128)
+    agent = make_ppo(SMALL, "CartPole-v1")
+    start = agent.init(jax.random.key(3))
+    whole, m_whole = agent.run(start, 256)
+    half, _ = agent.run(start, 128)
+    half, m_half = agent.run(half, 128)
     for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(half.params), strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(whole.obs, half.obs)
@@ -99,16 +98,16 @@ def test_seeds_train_independently():
     # that resets environment by environment keeps them apart bit for bit. "pool" serves
     # fresh states by rank over the whole batch: the same distribution, not the same bits.)
     config = SMALL.replace(num_seeds=3)
-    trainer = make_trainer(config, "CartPole-v1", reset_strategy="on_done")
-    state = trainer.init(jax.random.key(0))
+    agent = make_ppo(config, "CartPole-v1", reset_strategy="on_done")
+    state = agent.init(jax.random.key(0))
     hp = state.hparams
     changed = state.replace(
         hparams=hp.replace(
             learning_rate=hp.learning_rate.at[1].multiply(10.0), ent_coef=hp.ent_coef.at[1].set(0.1)
         )
     )
-    base, base_metrics = trainer.run(state, 256)
-    other, other_metrics = trainer.run(changed, 256)
+    base, base_metrics = agent.run(state, 256)
+    other, other_metrics = agent.run(changed, 256)
     for a, b in zip(jax.tree.leaves(base.params), jax.tree.leaves(other.params), strict=True):
         a, b = np.asarray(a), np.asarray(b)
         np.testing.assert_array_equal(a[[0, 2]], b[[0, 2]])
@@ -122,48 +121,81 @@ def test_seeds_train_independently():
 
 def test_pendulum_runs_with_continuous_actions():
     config = SMALL.replace(normalize_obs=True)
-    trainer = make_trainer(config, "Pendulum-v1")
-    state = trainer.init(jax.random.key(0))
-    state, metrics = trainer.run(state, 128)
+    agent = make_ppo(config, "Pendulum-v1")
+    state = agent.init(jax.random.key(0))
+    state, metrics = agent.run(state, 128)
     assert np.isfinite(np.asarray(metrics["value_loss"])).all()
     assert float(state.obs_stats.count[0]) > 100  # the normalizer saw the rollouts
 
 
 def test_budget_and_config_errors_come_before_compiling():
-    trainer = make_trainer(SMALL, "CartPole-v1")
-    state = trainer.init(jax.random.key(0))
+    agent = make_ppo(SMALL, "CartPole-v1")
+    state = agent.init(jax.random.key(0))
     with pytest.raises(ValueError, match=r"num_steps=100 is not a whole number .* use 64 or 128"):
-        trainer.run(state, 100)
+        agent.run(state, 100)
     with pytest.raises(ValueError, match=r"total_steps=1000 .* use 960 or 1024"):
-        make_trainer(SMALL.replace(total_steps=1000), "CartPole-v1")
+        make_ppo(SMALL.replace(total_steps=1000), "CartPole-v1")
     with pytest.raises(ValueError, match=r"num_minibatches=5 must divide .* 64"):
-        make_trainer(SMALL.replace(num_minibatches=5), "CartPole-v1")
+        make_ppo(SMALL.replace(num_minibatches=5), "CartPole-v1")
     with pytest.raises(ValueError, match=r"learning_rate must be positive, got -0.1"):
-        make_trainer(SMALL.replace(learning_rate=-0.1), "CartPole-v1")
+        make_ppo(SMALL.replace(learning_rate=-0.1), "CartPole-v1")
     with pytest.raises(ValueError, match=r"num_envs must be a positive integer, got 0"):
-        make_trainer(SMALL.replace(num_envs=0), "CartPole-v1")
+        make_ppo(SMALL.replace(num_envs=0), "CartPole-v1")
     with pytest.raises(ValueError, match=r"gamma must lie in \[0, 1\], got 1.5"):
-        make_trainer(SMALL.replace(gamma=1.5), "CartPole-v1")
+        make_ppo(SMALL.replace(gamma=1.5), "CartPole-v1")
     with pytest.raises(ValueError, match="Unknown environment id 'CartPol-v1'"):
-        make_trainer(SMALL, "CartPol-v1")
+        make_ppo(SMALL, "CartPol-v1")
     with pytest.raises(ValueError, match="needs same-step autoreset"):
-        make_trainer(SMALL, rollax.make("CartPole-v1", num_envs=4, autoreset_mode="next_step"))
+        make_ppo(SMALL, rollax.make("CartPole-v1", num_envs=4, autoreset_mode="next_step"))
 
 
 def test_rollout_bootstraps_every_step_from_the_value_of_its_true_successor():
     # Pendulum only truncates; with a 10-step limit a 16-step rollout crosses episode ends.
-    trainer = make_trainer(SMALL, "Pendulum-v1")
-    start = trainer.init(jax.random.key(2))
+    agent = make_ppo(SMALL, "Pendulum-v1")
+    start = agent.init(jax.random.key(2))
     start = start.replace(env_params=start.env_params.replace(max_episode_steps=10))
-    _, rollout = trainer.collect(start)
+    _, rollout = agent.collect(start)
     # Replay the same actions from the same environment state to get every final_obs.
     env_state, finals, ended = start.env_state, [], []
     for action in rollout.action:
-        env_state, ts = trainer.env.step(env_state, action, start.env_params)
+        env_state, ts = agent.env.step(env_state, action, start.env_params)
         finals.append(ts.final_obs)
         ended.append(ts.truncated)
-    network = ActorCritic.for_space(trainer.env.action_space, SMALL.hidden_sizes, "tanh")
+    network = ActorCritic.for_space(agent.env.action_space, SMALL.hidden_sizes, "tanh")
     params = jax.tree.map(lambda x: x[0], start.params)
     expected = network.apply(params, jnp.stack(finals))[2]
     assert bool(jnp.stack(ended).any())  # truncations happened inside the rollout
     np.testing.assert_allclose(rollout.next_value, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_ppo_loss_against_hand_computed_values():
+    from rollax.agents.ppo import ppo_loss
+
+    # Ratios 1.5 and 0.5 around a clip range of 0.2, advantages +1 and -1.
+    log_prob = jnp.log(jnp.asarray([1.5, 0.5], jnp.float32))
+    args = dict(
+        old_log_prob=jnp.zeros(2, jnp.float32),
+        advantage=jnp.asarray([1.0, -1.0], jnp.float32),
+        value=jnp.asarray([1.0, 3.0], jnp.float32),
+        old_value=jnp.asarray([0.5, 3.5], jnp.float32),
+        target=jnp.asarray([2.0, 2.0], jnp.float32),
+        entropy=jnp.asarray([0.6, 0.8], jnp.float32),
+        clip_eps=0.2,
+        vf_coef=0.5,
+        ent_coef=0.01,
+    )
+    total, terms = ppo_loss(log_prob, normalize_advantages=False, **args)
+    # min(1.5 * 1, 1.2 * 1) = 1.2 and min(0.5 * -1, 0.8 * -1) = -0.8: mean 0.2, negated.
+    np.testing.assert_allclose(terms.policy_loss, -0.2, rtol=1e-6)
+    np.testing.assert_allclose(terms.value_loss, 0.5 * 1.0, rtol=1e-6)  # errors 1 and 1
+    np.testing.assert_allclose(terms.entropy, 0.7, rtol=1e-6)
+    kl = ((0.5 - np.log(1.5)) + (-0.5 - np.log(0.5))) / 2
+    np.testing.assert_allclose(terms.approx_kl, kl, rtol=1e-5)
+    np.testing.assert_allclose(total, -0.2 + 0.5 * 0.5 - 0.01 * 0.7, rtol=1e-5)
+    # Clipped values move at most 0.2 from the old ones: 0.7 and 3.3, both 1.3 off target,
+    # which exceeds the unclipped error of 1: value loss 0.5 * 1.69.
+    _, terms = ppo_loss(log_prob, normalize_advantages=False, clip_value=True, **args)
+    np.testing.assert_allclose(terms.value_loss, 0.5 * 1.69, rtol=1e-5)
+    # Advantages +1 and -1 are already standardized: normalizing changes nothing.
+    _, normalized = ppo_loss(log_prob, normalize_advantages=True, **args)
+    np.testing.assert_allclose(normalized.policy_loss, -0.2, rtol=1e-6)

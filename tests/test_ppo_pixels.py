@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from rollax.agents.ppo import PPOConfig, make_trainer
+from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.envs import VecEnv
 from rollax.envs.pixel_cartpole import PixelCartPole
 from rollax.envs.wrappers import FrameStack
@@ -29,13 +29,13 @@ def test_dict_observations_through_the_update_bit_identically_in_pieces():
         critic_keys=("pixels/fixed", "state"),
         actor_keys=("pixels/fixed",),
     )
-    trainer = make_trainer(config, _pixel_env(state=True))
-    state = trainer.init(jax.random.key(0))
+    agent = make_ppo(config, _pixel_env(state=True))
+    state = agent.init(jax.random.key(0))
     assert set(state.obs) == {"pixels/fixed", "state"}
     assert set(state.obs_stats) == {"state"}  # images are scaled, not normalized
-    whole, metrics = trainer.run(state, 8 * 16 * 2)
-    half, _ = trainer.run(state, 8 * 16)
-    half, _ = trainer.run(half, 8 * 16)
+    whole, metrics = agent.run(state, 8 * 16 * 2)
+    half, _ = agent.run(state, 8 * 16)
+    half, _ = agent.run(half, 8 * 16)
     for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(half.params), strict=True):
         np.testing.assert_array_equal(a, b)
     moved = [
@@ -45,7 +45,7 @@ def test_dict_observations_through_the_update_bit_identically_in_pieces():
     assert max(moved) > 0  # the update changed the encoder and heads
     assert all(np.isfinite(np.asarray(v)).all() for v in metrics.values())
     assert whole.obs_stats["state"].count[0] > state.obs_stats["state"].count[0]
-    returns = trainer.evaluate(whole, jax.random.key(1), num_episodes=2)
+    returns = agent.evaluate(whole, jax.random.key(1), num_episodes=2)
     assert returns.shape == (1, 2)
 
 
@@ -63,9 +63,9 @@ def test_the_dict_pipeline_learns_from_its_vector_entry():
         critic_keys=("state",),
     )
     env = VecEnv(PixelCartPole(8, 8, state=True), num_envs=16)
-    trainer = make_trainer(config, env)
-    state, _ = trainer.run(trainer.init(jax.random.key(0)), config.total_steps)
-    returns = trainer.evaluate(state, jax.random.key(1), num_episodes=16)
+    agent = make_ppo(config, env)
+    state, _ = agent.run(agent.init(jax.random.key(0)), config.total_steps)
+    returns = agent.evaluate(state, jax.random.key(1), num_episodes=16)
     assert float(returns.mean()) >= 150.0  # random play averages about 22
 
 
@@ -80,7 +80,7 @@ def test_the_dict_pipeline_learns_from_its_vector_entry():
 def test_bad_keys_are_refused_with_the_observed_keys(changes, message):
     config = PPOConfig(num_envs=8, num_steps=16, total_steps=8 * 16, **changes)
     with pytest.raises(ValueError, match=message):
-        make_trainer(config, _pixel_env())
+        make_ppo(config, _pixel_env())
 
 
 @pytest.mark.slow
@@ -90,9 +90,9 @@ def test_ppo_learns_pixel_cartpole_from_images_alone():
     from rollax.agents.ppo import PRESETS
 
     config = PRESETS["PixelCartPole-v1"].replace(total_steps=65_536)
-    trainer = make_trainer(config, "PixelCartPole-v1")
-    assert set(trainer.env.observation_space.spaces) == {"pixels/fixed"}
-    state = trainer.init(jax.random.key(0))
-    state, _ = trainer.run(state, config.total_steps)
-    returns = np.asarray(trainer.evaluate(state, jax.random.key(1), 32, False))
+    agent = make_ppo(config, "PixelCartPole-v1")
+    assert set(agent.env.observation_space.spaces) == {"pixels/fixed"}
+    state = agent.init(jax.random.key(0))
+    state, _ = agent.run(state, config.total_steps)
+    returns = np.asarray(agent.evaluate(state, jax.random.key(1), 32, False))
     assert returns.mean() >= 50.0, returns.mean()

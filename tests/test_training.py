@@ -1,18 +1,30 @@
-"""The shared training layer: configuration files decoded by field type, a run's keys."""
+"""The shared training layer: configuration files decoded by field type, a run's keys, the
+evaluator that reads the state's params and episode limit."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Literal
+from typing import Any, Literal
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rollax
+from rollax._struct import pytree_dataclass
 from rollax.agents.ppo import PRESETS, PPOConfig
-from rollax.runs import RunConfig
-from rollax.training import ConfigError, config_to_json, decode_config, run_keys
+from rollax.training import (
+    ConfigError,
+    RunConfig,
+    config_to_json,
+    decode_config,
+    feedforward_policy,
+    make_evaluator,
+    params_for_batch,
+    run_keys,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,3 +118,40 @@ def test_run_keys_are_distinct_across_streams_and_neighbouring_seeds():
     # Deterministic: the same seed gives the same keys.
     for a, b in zip(run_keys(5), run_keys(5), strict=True):
         np.testing.assert_array_equal(jax.random.key_data(a), jax.random.key_data(b))
+
+
+@pytree_dataclass
+class _State:
+    env_params: Any
+
+
+def _push_nothing(state, obs, key, deterministic):
+    """MountainCar's 'do nothing' for every observation: episodes last until the limit."""
+    return jnp.ones(jax.tree.leaves(obs)[0].shape[:2], jnp.int32)
+
+
+def test_evaluation_takes_the_episode_limit_and_params_from_the_state():
+    # Doing nothing, MountainCar pays -1 a step until the time limit: each return is minus
+    # the episode limit that evaluation used.
+    seeds, envs = 2, 3
+    env = rollax.make("MountainCar-v0", num_envs=seeds * envs)
+    evaluate, _ = make_evaluator(env, feedforward_policy(_push_nothing), seeds)
+    key = jax.random.key(0)
+    # The state's limit, above the default of 200 (a fixed horizon would stop at 200).
+    state = _State(env.default_params.replace(max_episode_steps=np.int32(350)))
+    np.testing.assert_array_equal(evaluate(state, key, 4), np.full((seeds, 4), -350.0))
+    # One limit per training environment: episode e of seed s runs with environment e % 3.
+    limits = np.array([50, 120, 300, 60, 70, 80], np.int32)
+    state = _State(env.default_params.replace(max_episode_steps=limits))
+    returns = np.asarray(evaluate(state, key, 5))
+    np.testing.assert_array_equal(
+        returns, -np.array([[50, 120, 300, 50, 120], [60, 70, 80, 60, 70]], np.float32)
+    )
+
+
+def test_params_for_batch_deals_per_environment_values_to_each_seed():
+    env = rollax.make("CartPole-v1", num_envs=4)
+    params = env.default_params.replace(gravity=np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+    dealt = params_for_batch(params, env.default_params, 4, num_seeds=2, per_seed=3)
+    np.testing.assert_array_equal(dealt.gravity, [1.0, 2.0, 1.0, 3.0, 4.0, 3.0])
+    assert np.ndim(dealt.max_episode_steps) == 0  # shared values stay shared

@@ -140,13 +140,13 @@ def test_make_applies_action_repeat_then_frame_stack():
 
 
 def test_ppo_builds_its_wrappers_from_an_id_only():
-    from rollax.agents.ppo import PPOConfig, make_trainer
+    from rollax.agents.ppo import PPOConfig, make_ppo
 
     config = PPOConfig(num_envs=2, num_steps=8, total_steps=16, num_minibatches=1, frame_stack=2)
-    trainer = make_trainer(config, "CartPole-v1")
-    assert isinstance(trainer.env.env, FrameStack)
-    assert trainer.env.observation_space.shape == (8,)
+    agent = make_ppo(config, "CartPole-v1")
+    assert isinstance(agent.env.env, FrameStack)
+    assert agent.env.observation_space.shape == (8,)
     with pytest.raises(ValueError, match="frame_stack=2 and action_repeat=1 apply when env"):
-        make_trainer(config, rollax.make("CartPole-v1", num_envs=2))
+        make_ppo(config, rollax.make("CartPole-v1", num_envs=2))
     with pytest.raises(ValueError, match=r"PPOConfig\.frame_stack must be a positive integer"):
-        make_trainer(config.replace(frame_stack=0), "CartPole-v1")
+        make_ppo(config.replace(frame_stack=0), "CartPole-v1")

@@ -1,20 +1,17 @@
-"""Proximal policy optimization: a configuration, a trainer that compiles once, presets."""
+"""Proximal policy optimization: a configuration, presets, a pure loss and an agent."""
 
+from rollax.agents.ppo.agent import PPO, PPOHyperParams, PPOState, Rollout, make_ppo
 from rollax.agents.ppo.config import PRESETS, PPOConfig
-from rollax.agents.ppo.trainer import (
-    PPOHyperParams,
-    PPOState,
-    Rollout,
-    Trainer,
-    make_trainer,
-)
+from rollax.agents.ppo.losses import PPOLossTerms, ppo_loss
 
 __all__ = [
+    "PPO",
     "PRESETS",
     "PPOConfig",
     "PPOHyperParams",
+    "PPOLossTerms",
     "PPOState",
     "Rollout",
-    "Trainer",
-    "make_trainer",
+    "make_ppo",
+    "ppo_loss",
 ]

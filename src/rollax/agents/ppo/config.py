@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rollax.training import check_budget
+
 __all__ = ["PPOConfig", "PRESETS"]
 
 
@@ -121,7 +123,12 @@ class PPOConfig:
                 f"size num_envs * num_steps = {self.batch_size}; valid values include "
                 f"{divisors}."
             )
-        check_budget(self.total_steps, self.batch_size, "PPOConfig.total_steps")
+        check_budget(
+            self.total_steps,
+            self.batch_size,
+            "PPOConfig.total_steps",
+            "rollouts of num_envs * num_steps",
+        )
         if self.activation not in ("tanh", "relu", "gelu"):
             raise ValueError(
                 f"PPOConfig.activation must be 'tanh', 'relu' or 'gelu', got {self.activation!r}."
@@ -148,26 +155,6 @@ class PPOConfig:
     def replace(self, **changes: Any) -> PPOConfig:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
-
-
-def check_budget(steps: int, batch_size: int, name: str) -> int:
-    """The number of updates ``steps`` makes; raise if it is not an exact whole number.
-
-    Raises:
-        ValueError: naming the nearest budgets that the rollout shape can hit exactly.
-    """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"{name} must be a positive integer, got {steps!r}.")
-    if steps % batch_size:
-        below = steps // batch_size * batch_size
-        above = below + batch_size
-        nearest = [s for s in (below, above) if s > 0]
-        raise ValueError(
-            f"{name}={steps} is not a whole number of rollouts of num_envs * num_steps = "
-            f"{batch_size} environment steps, so the budget could not be exact; use "
-            f"{' or '.join(map(str, nearest))} (any multiple of {batch_size})."
-        )
-    return steps // batch_size
 
 
 PRESETS: dict[str, PPOConfig] = {

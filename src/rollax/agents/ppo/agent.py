@@ -1,17 +1,17 @@
-"""PPO as pieces that compile once: ``make_trainer(config, env) -> Trainer(init, run, evaluate)``.
+"""PPO as pieces for the shared training layer: ``make_ppo(config, env) -> Agent``.
 
-``state = trainer.init(key)`` builds the whole training state; ``state, metrics =
-trainer.run(state, num_steps)`` trains for exactly ``num_steps`` environment steps per seed,
-any number of times, without compiling again (the number of updates is data). All seeds'
-environments are stepped as one flat batch (``num_seeds * num_envs``), so the reset strategy
-works on one batch; the networks, optimizers and statistics are ``vmap``ped over seeds.
+``agent = make_ppo(config, "CartPole-v1")``, then ``state = agent.init(key)`` builds the
+whole training state and ``state, metrics = agent.run(state, num_steps)`` trains for exactly
+``num_steps`` environment steps per seed, any number of times, without compiling again. One
+iteration is a rollout of ``num_steps`` steps in ``num_envs`` environments per seed and an
+update over it. All seeds' environments are stepped as one flat batch (``num_seeds *
+num_envs``), so the reset strategy works on one batch; the networks, optimizers and
+statistics are ``vmap``ped over seeds.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import functools
-from collections.abc import Sequence
+import dataclasses
 from typing import Any, NamedTuple
 
 import jax
@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import optax
 
 from rollax._struct import pytree_dataclass
-from rollax.agents.ppo.config import PPOConfig, check_budget
+from rollax.agents.ppo.config import PPOConfig
+from rollax.agents.ppo.losses import ppo_loss
 from rollax.envs import EnvParams, EnvState, VecEnv
 from rollax.networks import (
     ActorCritic,
@@ -37,9 +38,10 @@ from rollax.ops import (
     update_running_stats,
 )
 from rollax.spaces import Box, Dict
+from rollax.training import Agent, build_agent, feedforward_policy
 from rollax.types import PRNGKey
 
-__all__ = ["PPOHyperParams", "PPOState", "Rollout", "Trainer", "make_trainer"]
+__all__ = ["PPO", "PPOHyperParams", "PPOState", "Rollout", "make_ppo"]
 
 
 @pytree_dataclass
@@ -103,74 +105,19 @@ class PPOState:
     updates: jax.Array
 
 
-class Trainer(NamedTuple):
-    """PPO's pure pieces.
+@dataclasses.dataclass(frozen=True, eq=False)
+class PPO(Agent):
+    """PPO as an :class:`~rollax.training.Agent`, plus its rollout for inspection.
 
     Attributes:
-        init: ``key -> PPOState``.
-        run: ``(state, num_steps) -> (state, metrics)``: exactly ``num_steps`` environment steps
-            per seed (a multiple of ``num_envs * num_steps``).
-        evaluate: ``(state, key, num_episodes, deterministic) -> returns``: float32
-            ``(num_seeds, num_episodes)`` returns of whole episodes with the current policy.
         collect: ``state -> (state, rollout)``: one rollout without an update, a
             :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)``.
         act: ``(state, obs, key, deterministic) -> actions`` of every seed's policy for
             observations ``(num_seeds, B, *obs_shape)``.
-        warmup: ``(evaluations=()) -> None``: compile ``init``, ``run`` and ``evaluate`` (for
-            each ``(num_episodes, deterministic)`` in ``evaluations``) side by side, so that
-            later calls start at once.
-        config: The configuration.
-        env: The environment batch (``num_seeds * num_envs`` environments).
     """
 
-    init: Any
-    run: Any
-    evaluate: Any
-    collect: Any
-    act: Any
-    warmup: Any
-    config: PPOConfig
-    env: VecEnv
-
-
-class _FastCompile:
-    """A jitted function compiled with lighter XLA options when called at the top level.
-
-    JAX accepts ``compiler_options`` only on an outermost ``jit``, so inside another
-    transformation (``jit``, ``vmap``, ``eval_shape``) this calls the plain jitted function
-    instead: composable like any jitted function, and quicker to compile when called directly.
-    """
-
-    def __init__(self, fn: Any, cpu_level: int) -> None:
-        functools.update_wrapper(self, fn)
-        self._plain = jax.jit(fn)
-        options = _compiler_options(cpu_level)
-        self._fast = jax.jit(fn, compiler_options=options) if options else self._plain
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from jax._src import core  # trace_state_clean has no public alias in jax 0.10
-
-        inside = not core.trace_state_clean() or any(
-            isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs))
-        )
-        return (self._plain if inside else self._fast)(*args, **kwargs)
-
-    def lower(self, *args: Any) -> Any:
-        """The top-level program, lowered (as ``jax.jit(...).lower``)."""
-        return self._fast.lower(*args)
-
-
-def _compiler_options(cpu_level: int) -> dict[str, Any] | None:
-    """XLA options for programs that run rarely: a lower LLVM optimization level on CPU.
-
-    Measured on a 2-core CPU with CartPole's PPO: ``init`` (run once) compiles in 1.3 s at
-    level 0 instead of 2.9 s; ``evaluate`` compiles in 1.0 s at level 1 instead of 1.5 s and
-    runs as fast. The training program keeps the default (level 1 was up to 5% slower at 256
-    environments). Other backends keep their defaults.
-    """
-    if jax.default_backend() != "cpu":
-        return None
-    return {"xla_backend_optimization_level": cpu_level}
+    collect: Any = None
+    act: Any = None
 
 
 class Rollout(NamedTuple):
@@ -203,14 +150,14 @@ def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
     if isinstance(space, Box) and len(space.shape) == 1:
         if config.actor_keys or config.critic_keys:
             raise ValueError(
-                f"make_trainer: actor_keys and critic_keys select entries of dict observations; "
+                f"make_ppo: actor_keys and critic_keys select entries of dict observations; "
                 f"{env.env_id} observes a vector {space!r}. Leave them empty."
             )
         network = ActorCritic.for_space(actions, config.hidden_sizes, config.activation)
         return network, jax.ShapeDtypeStruct(space.shape, jnp.float32)
     if not isinstance(space, Dict):
         raise ValueError(
-            f"make_trainer: PPO takes flat float vectors or dicts of images and vectors "
+            f"make_ppo: PPO takes flat float vectors or dicts of images and vectors "
             f"(rollax.spaces.Dict); {env.env_id} observes {space!r}."
         )
     spec = {}
@@ -218,7 +165,7 @@ def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
         image = is_image_key(key)
         if not isinstance(sub, Box) or len(sub.shape) != (3 if image else 1):
             raise ValueError(
-                f"make_trainer: observation {key!r} of {env.env_id} is {sub!r}; PPO reads "
+                f"make_ppo: observation {key!r} of {env.env_id} is {sub!r}; PPO reads "
                 f"'pixels/...' entries as (H, W, C) images and the others as 1-D vectors."
             )
         spec[key] = jax.ShapeDtypeStruct(sub.shape, sub.dtype if image else jnp.float32)
@@ -228,7 +175,7 @@ def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
         unknown = sorted(set(keys) - set(spec))
         if unknown or not keys:
             raise ValueError(
-                f"make_trainer: PPOConfig.{name} names {unknown or 'no keys'}; {env.env_id} "
+                f"make_ppo: PPOConfig.{name} names {unknown or 'no keys'}; {env.env_id} "
                 f"observes {sorted(spec)}."
             )
     action_dim, discrete = action_head(actions)
@@ -245,7 +192,7 @@ def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
     return network, spec
 
 
-def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> Trainer:
+def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
     """Build PPO for an environment.
 
     Args:
@@ -272,19 +219,19 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         )
     elif (config.frame_stack, config.action_repeat) != (1, 1):
         raise ValueError(
-            f"make_trainer: frame_stack={config.frame_stack} and "
+            f"make_ppo: frame_stack={config.frame_stack} and "
             f"action_repeat={config.action_repeat} apply when env is an id; a VecEnv comes "
             f"built, so build it with rollax.make(..., frame_stack=..., action_repeat=...) "
             f"and leave both at 1."
         )
     if env.num_envs != total:
         raise ValueError(
-            f"make_trainer: the environment batch must hold num_seeds * num_envs = {total} "
+            f"make_ppo: the environment batch must hold num_seeds * num_envs = {total} "
             f"environments, got num_envs={env.num_envs}."
         )
     if env.autoreset_mode != "same_step":
         raise ValueError(
-            f"make_trainer: PPO needs same-step autoreset (every step a real transition), got "
+            f"make_ppo: PPO needs same-step autoreset (every step a real transition), got "
             f"autoreset_mode={env.autoreset_mode!r}."
         )
     network, obs_spec = _network_for(config, env)
@@ -433,21 +380,20 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
             obs = random_shift(key, obs, config.shift_pad)
         out, log_std, value = network.apply(params, observe(stats, obs))
         dist = action_distribution(out, log_std, network.discrete)
-        log_prob = dist.log_prob(action)
-        entropy = dist.entropy().mean()
-        if config.normalize_advantages:
-            advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-        ratio = jnp.exp(log_prob - old_log_prob)
-        clipped = jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps)
-        policy_loss = -jnp.minimum(ratio * advantage, clipped * advantage).mean()
-        value_loss = (value - target) ** 2
-        if config.clip_value:
-            v_clipped = old_value + jnp.clip(value - old_value, -hp.clip_eps, hp.clip_eps)
-            value_loss = jnp.maximum(value_loss, (v_clipped - target) ** 2)
-        value_loss = 0.5 * value_loss.mean()
-        total = policy_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
-        approx_kl = ((ratio - 1.0) - (log_prob - old_log_prob)).mean()
-        return total, (policy_loss, value_loss, entropy, approx_kl)
+        return ppo_loss(
+            dist.log_prob(action),
+            old_log_prob,
+            advantage,
+            value,
+            old_value,
+            target,
+            dist.entropy(),
+            clip_eps=hp.clip_eps,
+            vf_coef=hp.vf_coef,
+            ent_coef=hp.ent_coef,
+            clip_value=config.clip_value,
+            normalize_advantages=config.normalize_advantages,
+        )
 
     def update_seed(
         params: Any,
@@ -551,49 +497,6 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         )
         return state, metrics
 
-    @jax.jit
-    def run_updates(state: PPOState, num_updates: jax.Array) -> tuple[PPOState, dict]:
-        zeros = {
-            "episodes": jnp.zeros(seeds, jnp.int32),
-            "return_sum": jnp.zeros(seeds, jnp.float32),
-            "policy_loss": jnp.zeros(seeds, jnp.float32),
-            "value_loss": jnp.zeros(seeds, jnp.float32),
-            "entropy": jnp.zeros(seeds, jnp.float32),
-            "approx_kl": jnp.zeros(seeds, jnp.float32),
-        }
-
-        def body(_: jax.Array, carry: tuple) -> tuple:
-            state, totals = carry
-            state, metrics = one_update(state)
-            return state, jax.tree.map(jnp.add, totals, metrics)
-
-        state, totals = jax.lax.fori_loop(0, num_updates, body, (state, zeros))
-        count = jnp.maximum(num_updates, 1).astype(jnp.float32)
-        metrics = {
-            "episodes": totals["episodes"],
-            "episode_return": totals["return_sum"]
-            / jnp.maximum(totals["episodes"], 1).astype(jnp.float32),
-            **{k: totals[k] / count for k in ("policy_loss", "value_loss", "entropy", "approx_kl")},
-            "env_steps": state.env_steps,
-        }
-        return state, metrics
-
-    def run(state: PPOState, num_steps: int) -> tuple[PPOState, dict[str, jax.Array]]:
-        """Train for exactly ``num_steps`` environment steps per seed.
-
-        Returns:
-            ``(state, metrics)``: per seed ``(num_seeds,)``: ``episodes`` finished and their
-            mean ``episode_return`` (NaN-free: 0 when none finished), mean ``policy_loss``,
-            ``value_loss``, ``entropy``, ``approx_kl`` over the updates; ``env_steps`` so far.
-        """
-        updates = check_budget(num_steps, config.batch_size, "num_steps")
-        # Params edited between runs (a curriculum) may hold numpy scalars; as device arrays
-        # they match the compiled signature, so nothing compiles again.
-        state = state.replace(env_params=jax.tree.map(jnp.asarray, state.env_params))
-        return run_updates(state, jnp.asarray(updates, jnp.int32))
-
-    # ------------------------------------------------------------------ evaluation
-
     def act(state: PPOState, obs: jax.Array, key: PRNGKey, deterministic: bool = True) -> jax.Array:
         """Actions of every seed's policy, its mode when ``deterministic``, else a sample.
 
@@ -608,93 +511,23 @@ def make_trainer(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> T
         keys = jax.random.split(key, seeds)
         return jax.vmap(one_seed)(state.params, state.obs_stats, obs, keys)
 
-    evaluators: dict[tuple[int, bool], Any] = {}
+    def with_budget(state: PPOState, total_steps: int) -> PPOState:
+        """Stretch the learning-rate schedule to a new budget (when ``anneal_lr``)."""
+        if not config.anneal_lr:
+            return state
+        updates = jnp.full_like(state.hparams.anneal_updates, total_steps // config.batch_size)
+        return state.replace(hparams=state.hparams.replace(anneal_updates=updates))
 
-    def build_evaluator(episodes: int, deterministic: bool) -> Any:
-        eval_env = VecEnv(env.env, seeds * episodes, "disabled", "on_done", env.env_id)
-        horizon = int(env.default_params.max_episode_steps)
-
-        def run_episodes(state: PPOState, key: PRNGKey) -> jax.Array:
-            k_reset, k_act = jax.random.split(key)
-            env_state, ts = eval_env.reset(k_reset, state.env_params)
-
-            def step(carry: tuple, key: PRNGKey) -> tuple:
-                env_state, obs, done, total = carry
-                obs = jax.tree.map(lambda x: x.reshape(seeds, episodes, *x.shape[1:]), obs)
-                action = act(state, obs, key, deterministic)
-                action = action.reshape(seeds * episodes, *action.shape[2:])
-                env_state, ts = eval_env.step(
-                    env_state, action.astype(eval_env.action_space.dtype), state.env_params
-                )
-                total = total + jnp.where(done, 0.0, ts.reward)
-                return (env_state, ts.obs, done | ts.done, total), None
-
-            zeros = jnp.zeros(seeds * episodes, jnp.float32)
-            carry = (env_state, ts.obs, zeros.astype(jnp.bool_), zeros)
-            (_, _, _, total), _ = jax.lax.scan(step, carry, jax.random.split(k_act, horizon))
-            return total.reshape(seeds, episodes)
-
-        return _FastCompile(run_episodes, cpu_level=1)
-
-    def evaluate(
-        state: PPOState, key: PRNGKey, num_episodes: int = 64, deterministic: bool = True
-    ) -> jax.Array:
-        """Returns of ``num_episodes`` whole episodes per seed: float32 ``(seeds, episodes)``.
-
-        Episodes run in a separate batch (the training environments are untouched), up to
-        the environment's default episode limit, with the policy's mode (``deterministic``)
-        or samples from it.
-        """
-        return evaluate_program(num_episodes, deterministic)(state, key)
-
-    def evaluate_program(num_episodes: int, deterministic: bool) -> Any:
-        """The compiled evaluator for these arguments (built on first use)."""
-        if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
-            raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}.")
-        cache_key = (num_episodes, bool(deterministic))
-        if cache_key not in evaluators:
-            evaluators[cache_key] = build_evaluator(*cache_key)
-        return evaluators[cache_key]
-
-    fast_init = _FastCompile(init, cpu_level=0)
-
-    def warmup(evaluations: Sequence[tuple[int, bool]] = ()) -> None:
-        """Compile ``init``, ``run`` and the given evaluations before they are first called.
-
-        The programs are lowered for the state ``init`` will build (from ``jax.eval_shape``,
-        nothing runs) and compiled on one thread each: tracing takes turns on Python's lock,
-        but XLA compiles without it, so on a multi-core machine the compilations overlap
-        (CartPole with one evaluation, 2 CPU cores: 5.7 s instead of 6.0 s for one seed,
-        7.2 s instead of 8.0 s for eight). Later calls with states of that structure (from
-        ``init``, ``run`` or a restored checkpoint) start without compiling.
-
-        Args:
-            evaluations: ``(num_episodes, deterministic)`` pairs to compile ``evaluate`` for.
-        """
-        for episodes, deterministic in evaluations:
-            evaluate_program(episodes, deterministic)  # built here, compiled in a thread
-        key = jax.eval_shape(lambda: jax.random.key(0))
-        state = jax.eval_shape(init, key)
-        updates = jax.ShapeDtypeStruct((), jnp.int32)
-        jobs = [
-            lambda: fast_init.lower(key).compile(),
-            lambda: run_updates.lower(state, updates).compile(),
-        ]
-        jobs += [
-            functools.partial(lambda p: p.lower(state, key).compile(), evaluators[pair])
-            for pair in ((e, bool(d)) for e, d in evaluations)
-        ]
-        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
-            for future in [pool.submit(job) for job in jobs]:
-                future.result()
-
-    return Trainer(
-        init=fast_init,
-        run=run,
-        evaluate=evaluate,
-        collect=jax.jit(rollout),
-        act=act,
-        warmup=warmup,
+    agent = build_agent(
+        name="ppo",
         config=config,
         env=env,
+        init=init,
+        iteration=one_update,
+        steps_per_iteration=config.batch_size,
+        unit_name="rollouts of num_envs * num_steps",
+        metric_names=("policy_loss", "value_loss", "entropy", "approx_kl"),
+        policy=feedforward_policy(act),
+        with_budget=with_budget,
     )
+    return PPO(**vars(agent), collect=jax.jit(rollout), act=act)

@@ -1,0 +1,141 @@
+"""One evaluator for every agent: whole episodes with the state's params and episode limit.
+
+Evaluation plays ``num_episodes`` episodes per seed in a batch of its own (the training
+environments are untouched), without autoreset, until every episode has ended. The
+environment params come from the training state, so a curriculum evaluates at its current
+stage; the loop runs until the episodes end, so the episode limit is the state's
+``max_episode_steps``, not the environment's default. Per-environment params (a leading
+axis of ``num_seeds * num_envs``) are dealt to the evaluation episodes in turn: episode
+``e`` of seed ``s`` runs with the params of that seed's training environment
+``e % num_envs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax.envs import EnvParams, VecEnv
+from rollax.types import PRNGKey
+
+if TYPE_CHECKING:
+    from rollax.training._agent import Policy
+
+__all__ = ["make_evaluator", "params_for_batch"]
+
+
+def params_for_batch(
+    params: EnvParams, default: EnvParams, num_train_envs: int, num_seeds: int, per_seed: int
+) -> EnvParams:
+    """Training params for a batch of ``num_seeds * per_seed`` other environments.
+
+    Leaves shaped like ``default``'s are shared and pass as they are. Leaves with a leading
+    axis of ``num_train_envs`` (one value per training environment, seeds' environments
+    consecutive) are dealt out: environment ``e`` of seed ``s`` takes the value of training
+    environment ``e % (num_train_envs // num_seeds)`` of seed ``s``.
+    """
+    envs_per_seed = num_train_envs // num_seeds
+    index = (
+        np.arange(num_seeds)[:, None] * envs_per_seed + np.arange(per_seed)[None, :] % envs_per_seed
+    ).reshape(-1)
+
+    def deal(leaf: Any, ref: Any) -> Any:
+        if np.ndim(leaf) == np.ndim(ref):
+            return leaf
+        return jnp.asarray(leaf)[index]
+
+    return jax.tree.map(deal, params, default)
+
+
+def make_evaluator(env: VecEnv, policy: Policy, num_seeds: int) -> tuple[Callable, Callable]:
+    """The evaluation of ``policy`` on ``env``'s environment.
+
+    Args:
+        env: The training batch (``num_seeds * num_envs`` environments).
+        policy: The agent's policy.
+        num_seeds: Seeds in the training state.
+
+    Returns:
+        ``(evaluate, program)``: ``evaluate(state, key, num_episodes=64,
+        deterministic=True)`` gives float32 ``(num_seeds, num_episodes)`` returns;
+        ``program(num_episodes, deterministic)`` the compiled function ``(state, key) ->
+        returns`` (built on first use, for warming up).
+    """
+    from rollax.training._agent import FastCompile
+
+    programs: dict[tuple[int, bool], Any] = {}
+    default = env.default_params
+
+    def build(episodes: int, deterministic: bool) -> Any:
+        eval_env = VecEnv(env.env, num_seeds * episodes, "disabled", "on_done", env.env_id)
+        batch = num_seeds * episodes
+
+        def per_seed(x: jax.Array) -> jax.Array:
+            return x.reshape(num_seeds, episodes, *x.shape[1:])
+
+        def run_episodes(state: Any, key: PRNGKey) -> jax.Array:
+            params = params_for_batch(state.env_params, default, env.num_envs, num_seeds, episodes)
+            k_reset, k_act = jax.random.split(key)
+            env_state, ts = eval_env.reset(k_reset, params)
+            # Every episode ends by its limit: the loop needs at most that many steps.
+            limit = jnp.max(jnp.asarray(params.max_episode_steps))
+
+            def running(carry: tuple) -> jax.Array:
+                t, _, _, _, done, _ = carry
+                return (t < limit) & ~jnp.all(done)
+
+            def step(carry: tuple) -> tuple:
+                t, env_state, obs, policy_carry, done, total = carry
+                first = jnp.broadcast_to(t == 0, (num_seeds, episodes))
+                action, policy_carry = policy.act(
+                    state,
+                    jax.tree.map(per_seed, obs),
+                    policy_carry,
+                    first,
+                    jax.random.fold_in(k_act, t),
+                    deterministic,
+                )
+                action = action.reshape(batch, *action.shape[2:])
+                env_state, ts = eval_env.step(
+                    env_state, action.astype(eval_env.action_space.dtype), params
+                )
+                total = total + jnp.where(done, 0.0, ts.reward)
+                return t + 1, env_state, ts.obs, policy_carry, done | ts.done, total
+
+            zeros = jnp.zeros(batch, jnp.float32)
+            carry = (
+                jnp.zeros((), jnp.int32),
+                env_state,
+                ts.obs,
+                policy.init_carry(state, episodes),
+                zeros.astype(jnp.bool_),
+                zeros,
+            )
+            total = jax.lax.while_loop(running, step, carry)[-1]
+            return total.reshape(num_seeds, episodes)
+
+        return FastCompile(run_episodes, cpu_level=1)
+
+    def program(num_episodes: int, deterministic: bool) -> Any:
+        if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
+            raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}.")
+        cache_key = (num_episodes, bool(deterministic))
+        if cache_key not in programs:
+            programs[cache_key] = build(*cache_key)
+        return programs[cache_key]
+
+    def evaluate(
+        state: Any, key: PRNGKey, num_episodes: int = 64, deterministic: bool = True
+    ) -> jax.Array:
+        """Returns of ``num_episodes`` whole episodes per seed: float32 ``(seeds, episodes)``.
+
+        With the policy's mode (``deterministic``) or samples from it; the environment
+        params and episode limit are the state's.
+        """
+        return program(num_episodes, deterministic)(state, key)
+
+    return evaluate, program

@@ -1,0 +1,194 @@
+"""The loop that trains a run: chunks of ``agent.run``, metrics, checkpoints and stops.
+
+It trains in chunks of ``log_every`` steps. After each chunk it writes a metrics row, then a
+checkpoint when one is due. Three things end a run early:
+
+- SIGTERM or SIGINT (preemption, Ctrl-C): a checkpoint is saved and the process exits with
+  status ``128 + signal``; ``rollax resume`` continues bit for bit.
+- A non-finite loss or parameter (:class:`TrainingDiverged`): the state that diverged is
+  never saved, so no bad checkpoint can push a good one out; the last finite state is saved
+  instead (if it was not already) and the run stops with a message.
+- A kill: at most the work since the last checkpoint is lost; Orbax writes each checkpoint
+  under a temporary name, so none is ever half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import numpy as np
+
+from rollax.training._plots import plot_curve
+from rollax.training._progress import Progress
+from rollax.training._run import Run, evaluate_state
+from rollax.training._run_dir import write_atomic
+from rollax.training._sinks import CsvSink, TensorBoardSink
+
+__all__ = ["COMMON_METRICS", "TrainingDiverged", "metric_fields", "train_loop"]
+
+COMMON_METRICS = (
+    "env_steps",
+    "updates",
+    "wall_time",
+    "steps_per_second",
+    "episode_return",
+    "episodes",
+)
+"""The columns of ``metrics.csv`` every agent has, before its own ``metric_names``."""
+
+
+class TrainingDiverged(RuntimeError):
+    """A loss or a parameter stopped being finite; the run stopped at its last good state."""
+
+
+def metric_fields(run: Run) -> tuple[str, ...]:
+    """The columns of the run's ``metrics.csv``."""
+    return COMMON_METRICS + run.agent.metric_names
+
+
+def _round_up(steps: int, unit: int) -> int:
+    return max(unit, -(-steps // unit) * unit)
+
+
+@contextlib.contextmanager
+def _stop_requests() -> Iterator[list[int]]:
+    """Record SIGTERM and SIGINT instead of dying mid-step; restore the handlers after."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield received
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def train_loop(run: Run) -> None:
+    """Train until the budget is spent, logging and checkpointing; stop on signals.
+
+    Raises:
+        TrainingDiverged: a non-finite loss or parameter (after saving the last good state).
+        SystemExit: ``128 + signal`` after SIGTERM or SIGINT (after saving a checkpoint).
+    """
+    agent, rc = run.agent, run.run_config
+    unit = agent.steps_per_iteration
+    total = run.config.total_steps
+    log_every = _round_up(rc.log_every or total // 100, unit)
+    ckpt_every = _round_up(rc.checkpoint_every or total // 10, unit)
+    fields = metric_fields(run)
+    directory = run.directory
+    csv_sink = CsvSink(directory.metrics, fields)
+    tensorboard = TensorBoardSink(directory.tensorboard, fields[3:], run.env_steps or None)
+    progress = Progress(run.algorithm.name.upper(), total, run.env_steps, rc.progress)
+    last_ckpt = run.env_steps
+    recent: float | None = None
+    try:
+        with _stop_requests() as stops:
+            while run.env_steps < total and not stops:
+                chunk = min(log_every, total - run.env_steps)
+                start = time.perf_counter()
+                previous = run.state
+                run.state, metrics = agent.run(run.state, chunk)
+                metrics = jax.device_get(metrics)
+                seconds = time.perf_counter() - start
+                episodes = np.asarray(metrics["episodes"])
+                interval: float | None = None  # mean return of episodes ended in this chunk
+                if episodes.sum() > 0:
+                    returns = np.asarray(metrics["episode_return"])
+                    interval = recent = float(returns[episodes > 0].mean())
+                row = _row(run, metrics, seconds, chunk, interval)
+                csv_sink.write(run.env_steps, row)
+                tensorboard.write(run.env_steps, row)
+                if not np.asarray(metrics["finite"]).all():
+                    progress.close()
+                    _stop_diverged(run, previous, metrics)
+                progress.update(run.env_steps, row["steps_per_second"], recent)
+                if run.env_steps - last_ckpt >= ckpt_every and run.env_steps < total:
+                    _checkpoint(run)
+                    last_ckpt = run.env_steps
+            if run.checkpoints.latest_step() != run.env_steps:
+                _checkpoint(run)
+            if rc.eval_episodes and not stops:
+                # Inside the signal handlers: a signal now ends the run after the evaluation.
+                result = evaluate_state(run, rc.eval_episodes)
+                write_atomic(directory.evaluation, json.dumps(result, indent=2).encode())
+                for name in ("deterministic", "stochastic"):
+                    tensorboard.scalar(f"eval/{name}_return", result[name]["mean"], run.env_steps)
+                print(
+                    f"Trained {run.env_steps} steps per seed; final return over "
+                    f"{rc.eval_episodes} episodes per seed: "
+                    f"{result['deterministic']['mean']:.1f} (deterministic), "
+                    f"{result['stochastic']['mean']:.1f} (stochastic).",
+                    file=sys.stderr,
+                )
+            if stops:
+                progress.close()
+                name = signal.Signals(stops[0]).name
+                print(
+                    f"{name} received: saved a checkpoint at step {run.env_steps} in "
+                    f"{directory.path}; continue with `rollax resume {directory.path}`.",
+                    file=sys.stderr,
+                )
+                raise SystemExit(128 + stops[0])
+    finally:
+        progress.close()
+        csv_sink.close()
+        tensorboard.close()
+    print(f"Run directory: {directory.path}", file=sys.stderr)
+
+
+def _stop_diverged(run: Run, previous: Any, metrics: dict) -> None:
+    """Keep the last finite state as a checkpoint, then raise :class:`TrainingDiverged`."""
+    bad_steps = run.env_steps
+    run.state = previous
+    seeds = [int(i) for i in np.flatnonzero(~np.asarray(metrics["finite"]))]
+    losses = [
+        f"{k}={float(np.asarray(metrics[k])[seeds[0]]):.4g}"
+        for k in run.agent.metric_names
+        if not np.isfinite(np.asarray(metrics[k])[seeds[0]])
+    ]
+    what = ", ".join(losses) if losses else "parameters"
+    if run.env_steps and run.checkpoints.latest_step() != run.env_steps:
+        _checkpoint(run)
+    kept = run.checkpoints.latest_step()
+    where = (
+        f"its last good checkpoint is step {kept} in {run.directory.checkpoints}"
+        if kept is not None
+        else "no checkpoint had been written yet"
+    )
+    raise TrainingDiverged(
+        f"Training diverged between environment steps {run.env_steps} and {bad_steps}: seed(s) "
+        f"{seeds} reached non-finite values ({what}). The run stopped; the diverged state was "
+        f"not saved, and {where}. Resuming repeats the same computation: start a new run with "
+        f"a smaller learning rate (or larger gradient clipping, fewer epochs)."
+    )
+
+
+def _row(run: Run, metrics: dict, seconds: float, chunk: int, returns: float | None) -> dict:
+    """A metrics.csv row; ``episode_return`` is empty when no episode ended in the chunk."""
+    row: dict[str, Any] = {
+        "env_steps": run.env_steps,
+        "updates": int(run.state.updates),
+        "wall_time": f"{time.time():.3f}",
+        "steps_per_second": round(chunk * run.agent.num_seeds / max(seconds, 1e-9), 1),
+        "episode_return": "" if returns is None else f"{returns:.4f}",
+        "episodes": int(np.asarray(metrics["episodes"]).sum()),
+    }
+    for name in run.agent.metric_names:
+        row[name] = f"{float(np.mean(metrics[name])):.6g}"
+    return row
+
+
+def _checkpoint(run: Run) -> None:
+    run.checkpoints.save(run.env_steps, run.state, run.config_json())
+    plot_curve(run.directory.path)

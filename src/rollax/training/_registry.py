@@ -1,0 +1,95 @@
+"""The algorithm registry: what the CLI, ``load_run`` and config decoding dispatch on.
+
+Each algorithm registers its name, configuration class, factory and presets once (in
+``rollax.agents``); nothing in the shared layer names an algorithm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rollax.training._agent import Agent
+
+__all__ = ["Algorithm", "algorithm_for_config", "algorithms", "get_algorithm", "register"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    """A registered algorithm.
+
+    Attributes:
+        name: Its name on the command line and in ``config.json`` (``"ppo"``).
+        title: What it is, in words (``"Proximal Policy Optimization"``).
+        config_type: Its configuration: a frozen dataclass with a docstring per field,
+            ``total_steps`` and ``num_seeds`` fields, ``validate()`` and ``replace()``.
+        make: ``(config, env_id) -> Agent``.
+        presets: Configurations by environment id, for environments where the defaults
+            would not do.
+    """
+
+    name: str
+    title: str
+    config_type: type
+    make: Callable[[Any, str], Agent]
+    presets: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def config_for(self, env_id: str) -> Any:
+        """The preset for ``env_id``, or the configuration's defaults."""
+        return self.presets.get(env_id, self.config_type())
+
+
+_ALGORITHMS: dict[str, Algorithm] = {}
+
+
+def register(algorithm: Algorithm) -> Algorithm:
+    """Add an algorithm to the registry (its name must be new)."""
+    if algorithm.name in _ALGORITHMS and _ALGORITHMS[algorithm.name] is not algorithm:
+        raise ValueError(f"An algorithm named {algorithm.name!r} is already registered.")
+    _ALGORITHMS[algorithm.name] = algorithm
+    return algorithm
+
+
+def _load() -> dict[str, Algorithm]:
+    import rollax.agents  # noqa: F401  (registers the builtin algorithms)
+
+    return _ALGORITHMS
+
+
+def algorithms() -> tuple[str, ...]:
+    """The registered algorithms' names, sorted."""
+    return tuple(sorted(_load()))
+
+
+def get_algorithm(name: str) -> Algorithm:
+    """The algorithm registered as ``name``.
+
+    Raises:
+        ValueError: an unknown name, listing the known ones (and the closest match).
+    """
+    registry = _load()
+    if name not in registry:
+        close = difflib.get_close_matches(str(name), registry, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"Unknown algorithm {name!r}{hint} Registered: {', '.join(sorted(registry))}."
+        )
+    return registry[name]
+
+
+def algorithm_for_config(config: Any) -> Algorithm:
+    """The algorithm whose configuration class ``config`` is an instance of.
+
+    Raises:
+        TypeError: no registered algorithm takes this configuration.
+    """
+    for algorithm in _load().values():
+        if type(config) is algorithm.config_type:
+            return algorithm
+    names = ", ".join(a.config_type.__name__ for a in _load().values())
+    raise TypeError(
+        f"config must be one of the algorithms' configurations ({names}), got "
+        f"{type(config).__name__}."
+    )

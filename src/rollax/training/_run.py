@@ -1,0 +1,290 @@
+"""Training runs on disk for every agent: start, load, resume, evaluate, record.
+
+``train(config, RunConfig(env=...))`` makes a run directory (see :mod:`._run_dir`), trains
+the agent of ``config``'s algorithm for ``config.total_steps`` steps per seed with metrics,
+progress and checkpoints, and evaluates it; ``resume(RUN_DIR)`` continues it from its newest
+checkpoint. The algorithm is looked up in the registry, from the config's type or from
+``config.json``; nothing here names one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from rollax.checkpoints import Checkpointer
+from rollax.training._agent import Agent
+from rollax.training._config import config_to_json, decode_config
+from rollax.training._keys import run_keys
+from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
+from rollax.training._run_dir import RunDirectory
+from rollax.training._video import check_video_path
+from rollax.training._video import write_video as write_agent_video
+
+__all__ = [
+    "Run",
+    "RunConfig",
+    "enable_compilation_cache",
+    "evaluate_run",
+    "load_run",
+    "resume",
+    "train",
+    "write_video",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """How a training run is carried out (what it learns is the algorithm's config)."""
+
+    env: str = "CartPole-v1"
+    """Registered environment id (see rollax.registered_envs())."""
+    seed: int = 0
+    """Seed of the whole run: parameters, environments, exploration and minibatches."""
+    run_dir: str = ""
+    """Directory of the run; empty: runs/<env>-<algorithm>-<date>-<time>."""
+    checkpoint_every: int = 0
+    """Environment steps per seed between checkpoints, rounded up to whole iterations; 0: a
+    tenth of the budget. One is always written at the end and on SIGTERM or SIGINT."""
+    keep_checkpoints: int = 3
+    """How many of the newest checkpoints to keep."""
+    log_every: int = 0
+    """Environment steps per seed between rows of metrics.csv, rounded up to whole
+    iterations; 0: about 100 rows over the budget."""
+    eval_episodes: int = 32
+    """Episodes per seed evaluated with the final policy (0: no final evaluation)."""
+    compilation_cache: bool = True
+    """Keep compiled programs in ~/.cache/rollax/jax (or $ROLLAX_CACHE_DIR) so that the next
+    run with the same shapes starts without compiling."""
+    progress: bool = True
+    """Show a progress bar (steps, steps/s, recent return, time left)."""
+
+    def validate(self) -> None:
+        """Raise a ``ValueError`` naming the first invalid field and what would be valid."""
+        for name in ("seed", "checkpoint_every", "log_every", "eval_episodes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"RunConfig.{name} must be an integer >= 0, got {value!r}.")
+        value = self.keep_checkpoints
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"RunConfig.keep_checkpoints must be >= 1, got {value!r}.")
+
+
+def enable_compilation_cache() -> Path:
+    """Point JAX's persistent compilation cache at rollax's cache directory."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rollax" / "jax"
+    path = Path(os.environ.get("ROLLAX_CACHE_DIR", default))
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    return path
+
+
+@dataclasses.dataclass
+class Run:
+    """A run being trained or inspected: its directory, algorithm, agent and state.
+
+    Attributes:
+        directory: The run's files.
+        algorithm: The registered algorithm.
+        config: The algorithm's configuration.
+        run_config: How the run is carried out.
+        agent: The agent built from them.
+        state: The training state (restored, or fresh from ``init``).
+        checkpoints: The run's checkpoints.
+    """
+
+    directory: RunDirectory
+    algorithm: Algorithm
+    config: Any
+    run_config: RunConfig
+    agent: Agent
+    state: Any
+    checkpoints: Checkpointer
+
+    @property
+    def env_steps(self) -> int:
+        """Environment steps per seed trained so far."""
+        return int(self.state.env_steps)
+
+    def config_json(self) -> dict[str, Any]:
+        """What ``config.json`` (and each checkpoint) records about the run."""
+        return {
+            "algo": self.algorithm.name,
+            "env": self.run_config.env,
+            "config": config_to_json(self.config),
+            "run": config_to_json(self.run_config),
+        }
+
+
+def evaluations(config: RunConfig) -> list[tuple[int, bool]]:
+    """The evaluations a run ends with, for ``Agent.warmup``."""
+    return [(config.eval_episodes, d) for d in (True, False)] if config.eval_episodes else []
+
+
+def _run_dir_for(config: RunConfig, algorithm: Algorithm) -> Path:
+    if config.run_dir:
+        return Path(config.run_dir)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{config.env}-{algorithm.name}-{stamp}"
+
+
+def train(config: Any, run_config: RunConfig) -> Path:
+    """Start a run: make its directory, train for ``config.total_steps``, evaluate.
+
+    Args:
+        config: A registered algorithm's configuration (``PPOConfig``, ...).
+        run_config: The environment, seed, directory, logging and checkpointing.
+
+    Returns:
+        The run directory.
+
+    Raises:
+        ValueError: an invalid configuration, or a run directory that already holds a run
+            (resume it instead).
+        TypeError: a configuration no registered algorithm takes.
+    """
+    from rollax.training._loop import train_loop
+
+    algorithm = algorithm_for_config(config)
+    config.validate()
+    run_config.validate()
+    directory = RunDirectory(_run_dir_for(run_config, algorithm))
+    if directory.holds_run():
+        raise ValueError(
+            f"run_dir {str(directory.path)!r} already holds a run; continue it with "
+            f"`rollax resume {directory.path}` or choose another --run-dir."
+        )
+    if run_config.compilation_cache:
+        enable_compilation_cache()
+    agent = algorithm.make(config, run_config.env)
+    agent.warmup(evaluations(run_config))  # init, run and evaluate compile side by side
+    run = Run(
+        directory=directory,
+        algorithm=algorithm,
+        config=config,
+        run_config=dataclasses.replace(run_config, run_dir=str(directory.path)),
+        agent=agent,
+        state=agent.init(run_keys(run_config.seed).init),
+        checkpoints=Checkpointer(directory.checkpoints, run_config.keep_checkpoints),
+    )
+    directory.write_config(run.config_json())
+    train_loop(run)
+    return directory.path
+
+
+def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]:
+    """The algorithm and both configurations of a run, from its ``config.json``.
+
+    Raises:
+        ValueError: no run there, an unknown algorithm, or a configuration that does not fit
+            this version (a :class:`~rollax.training.ConfigError` naming the field).
+    """
+    stored = directory.read_config()
+    where = str(directory.config)
+    algorithm = get_algorithm(stored.get("algo"))
+    # Runs written before the registry kept the algorithm's config under its name.
+    section = "config" if "config" in stored else algorithm.name
+    for name in (section, "run"):
+        if name not in stored:
+            raise ValueError(f"{where} lacks its {name!r} section.")
+    config = decode_config(algorithm.config_type, stored[section], f"{where}: {section!r}")
+    run_config = decode_config(RunConfig, stored["run"], f"{where}: 'run'")
+    return algorithm, config, run_config
+
+
+def load_run(
+    directory: str | Path, total_steps: int | None = None, for_training: bool = False
+) -> Run:
+    """Rebuild a run from its directory and restore its newest checkpoint.
+
+    Args:
+        directory: The run directory.
+        total_steps: A new budget (applied through the agent's ``with_budget``: PPO
+            stretches its learning-rate schedule to it).
+        for_training: Compile the training programs side by side now, and start a run that
+            stopped before its first checkpoint afresh instead of raising.
+
+    Raises:
+        ValueError: no run there, a config that does not fit, or a ``total_steps`` below
+            what is already trained.
+        CheckpointError: a missing, damaged or incompatible checkpoint.
+    """
+    run_dir = RunDirectory(Path(directory))
+    algorithm, config, run_config = read_run_config(run_dir)
+    if total_steps is not None:
+        config = config.replace(total_steps=total_steps)
+        config.validate()
+    agent = algorithm.make(config, run_config.env)
+    checkpoints = Checkpointer(run_dir.checkpoints, run_config.keep_checkpoints)
+    if for_training:
+        agent.warmup(evaluations(run_config))
+    if for_training and checkpoints.latest_step() is None:
+        # Stopped before its first checkpoint: nothing was trained, so start it afresh.
+        state = agent.init(run_keys(run_config.seed).init)
+    else:
+        state, _ = checkpoints.restore(jax.eval_shape(agent.init, jax.random.key(0)))
+    done = int(state.env_steps)
+    if config.total_steps < done:
+        raise ValueError(
+            f"--total-steps {config.total_steps} is below the {done} steps this run has "
+            f"already trained; give at least {done}."
+        )
+    if total_steps is not None:
+        state = agent.with_budget(state, config.total_steps)
+    return Run(run_dir, algorithm, config, run_config, agent, state, checkpoints)
+
+
+def resume(directory: str | Path, total_steps: int | None = None) -> Path:
+    """Continue a run from its newest checkpoint until its (possibly new) budget is spent."""
+    from rollax.training._loop import train_loop
+
+    run = load_run(directory, total_steps, for_training=True)
+    if run.run_config.compilation_cache:
+        enable_compilation_cache()
+    if total_steps is not None:
+        run.directory.write_config(run.config_json())
+    run.directory.truncate_metrics(run.env_steps)
+    train_loop(run)
+    return run.directory.path
+
+
+def evaluate_state(run: Run, episodes: int) -> dict[str, Any]:
+    """Mean and spread of the return with the deterministic and the stochastic policy."""
+    key = run_keys(run.run_config.seed).evaluate
+    result: dict[str, Any] = {"env_steps": run.env_steps, "episodes_per_seed": episodes}
+    for name, deterministic in (("deterministic", True), ("stochastic", False)):
+        returns = np.asarray(run.agent.evaluate(run.state, key, episodes, deterministic))
+        result[name] = {
+            "mean": float(returns.mean()),
+            "std": float(returns.std()),
+            "per_seed_mean": [float(x) for x in returns.mean(axis=1)],
+        }
+    return result
+
+
+def evaluate_run(directory: str | Path, episodes: int = 32) -> dict[str, Any]:
+    """Evaluate the newest checkpoint of a run (see :func:`evaluate_state`)."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"--episodes must be a positive integer, got {episodes!r}.")
+    return evaluate_state(load_run(directory), episodes)
+
+
+def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple[Path, float]:
+    """Record one episode of the newest checkpoint's deterministic policy (seed 0).
+
+    Returns:
+        ``(path, episode_return)``.
+
+    Raises:
+        ValueError: an unsupported extension, or an environment that cannot be recorded.
+    """
+    path = check_video_path(path, directory)
+    run = load_run(directory)
+    return write_agent_video(run.agent, run.state, run_keys(run.run_config.seed).video, path, fps)

@@ -1,0 +1,85 @@
+"""Where a run's metrics go: a CSV file and TensorBoard, one row per logging interval."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from rollax.training._run_dir import is_writer
+
+__all__ = ["CsvSink", "MetricSink", "TensorBoardSink"]
+
+
+class MetricSink(Protocol):
+    """Receives one row of metrics per logging interval."""
+
+    def write(self, step: int, row: dict[str, Any]) -> None:
+        """Record ``row`` (values: numbers, or ``""`` for none) at environment step ``step``."""
+
+    def close(self) -> None:
+        """Flush and release the sink."""
+
+
+class CsvSink:
+    """Rows appended to a CSV file, flushed after each, so a kill loses at most one row.
+
+    Args:
+        path: The file; a new one gets a header of ``fields``.
+        fields: The columns, in order.
+    """
+
+    def __init__(self, path: Path, fields: Sequence[str]) -> None:
+        self.fields = tuple(fields)
+        self._file = None
+        if not is_writer():
+            return
+        new = not path.is_file()
+        self._file = path.open("a", newline="")
+        self._rows = csv.writer(self._file)
+        if new:
+            self._rows.writerow(self.fields)
+
+    def write(self, step: int, row: dict[str, Any]) -> None:
+        if self._file is not None:
+            self._rows.writerow([row[k] for k in self.fields])
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class TensorBoardSink:
+    """Scalars under ``train/<name>`` in TensorBoard event files.
+
+    Args:
+        path: The event files' directory.
+        fields: The columns written (empty values are skipped).
+        purge_step: On resume, TensorBoard drops what an earlier session logged past this.
+    """
+
+    def __init__(self, path: Path, fields: Sequence[str], purge_step: int | None) -> None:
+        self.fields = tuple(fields)
+        self._writer = None
+        if is_writer():
+            from tensorboardX import SummaryWriter
+
+            self._writer = SummaryWriter(str(path), purge_step=purge_step)
+
+    def write(self, step: int, row: dict[str, Any]) -> None:
+        for name in self.fields:
+            if row.get(name, "") != "":
+                self.scalar(f"train/{name}", float(row[name]), step)
+
+    def scalar(self, tag: str, value: float, step: int) -> None:
+        """One scalar under its full tag (``"eval/deterministic_return"``)."""
+        if self._writer is not None:
+            self._writer.add_scalar(tag, value, step)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
