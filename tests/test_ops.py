@@ -104,3 +104,49 @@ def test_running_stats_match_numpy_over_many_batches():
     stacked = update_running_stats(running_stats((3,)), jnp.ones((4, 5, 3)))
     assert float(stacked.count) == pytest.approx(20, abs=1e-3)
     assert float(normalize(stacked, jnp.full((3,), 1e6)).max()) == 10.0  # clipped
+
+
+def _reference_nstep_target(rewards, terminated, truncated, next_values, gamma, n, t):
+    """The n-step target of the window starting at t, written as a plain loop."""
+    target, discount = 0.0, 1.0
+    for k in range(t, t + n):
+        target += discount * rewards[k]
+        discount *= gamma
+        if terminated[k]:
+            return target  # the episode is over: nothing to bootstrap
+        if truncated[k]:
+            return target + discount * next_values[k]  # the true final observation's value
+    return target + discount * next_values[t + n - 1]
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_nstep_return_matches_the_reference_with_terminated_and_truncated_steps(n):
+    from rollax.ops import nstep_return
+
+    rng = np.random.default_rng(n)
+    steps = 200
+    rewards = rng.normal(size=steps).astype(np.float32)
+    ends = rng.random(steps) < 0.25
+    terminated = ends & (rng.random(steps) < 0.5)
+    truncated = ends & ~terminated
+    next_values = rng.normal(size=steps).astype(np.float32)  # V of each step's true successor
+    starts = np.arange(steps - n + 1)
+    window = starts[:, None] + np.arange(n)[None, :]
+    out = jax.jit(nstep_return, static_argnums=())(
+        jnp.asarray(rewards[window]),
+        jnp.asarray(terminated[window]),
+        jnp.asarray(truncated[window]),
+        0.9,
+    )
+    targets = (
+        np.asarray(out.reward)
+        + np.asarray(out.discount) * next_values[starts + np.asarray(out.index)]
+    )
+    expected = [
+        _reference_nstep_target(rewards, terminated, truncated, next_values, 0.9, n, t)
+        for t in starts
+    ]
+    np.testing.assert_allclose(targets, expected, rtol=1e-5, atol=1e-5)
+    assert terminated[window].any() and truncated[window].any()  # both kinds of end occur
+    if n == 1:  # the one-step target: r + gamma * (1 - terminated) * V(s')
+        np.testing.assert_allclose(out.discount, 0.9 * (1.0 - terminated), rtol=1e-6)

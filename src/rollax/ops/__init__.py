@@ -1,13 +1,16 @@
-"""Pure math for training: advantage estimation, running normalization, augmentation."""
+"""Pure math for training: GAE, n-step returns, running normalization, augmentation."""
 
 from rollax.ops._augment import random_shift
 from rollax.ops._gae import gae
 from rollax.ops._normalize import RunningStats, normalize, running_stats, update_running_stats
+from rollax.ops._nstep import NStepReturn, nstep_return
 
 __all__ = [
+    "NStepReturn",
     "RunningStats",
     "gae",
     "normalize",
+    "nstep_return",
     "random_shift",
     "running_stats",
     "update_running_stats",
