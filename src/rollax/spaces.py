@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Box", "Dict", "Discrete", "Space"]
+__all__ = ["Box", "Dict", "Discrete", "Space", "is_image_key", "observation_spec"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,3 +222,41 @@ class Dict:
 
 Space = Discrete | Box | Dict
 """Any rollax space."""
+
+
+def is_image_key(key: str) -> bool:
+    """Whether an observation key names an image (``"pixels/..."``, DESIGN.md 6)."""
+    return key.startswith("pixels/")
+
+
+def observation_spec(space: Space, who: str) -> Any:
+    """What a network reads from observations of ``space``: shapes and dtypes.
+
+    A 1-D :class:`Box` gives a float32 ``jax.ShapeDtypeStruct``. A :class:`Dict` gives a
+    dict of them: ``"pixels/..."`` entries as ``(H, W, C)`` images in their own dtype
+    (uint8 images are scaled inside the networks), the other entries as float32 vectors.
+
+    Args:
+        space: An environment's observation space.
+        who: Who asks, for messages (``"make_ppo: PPO"``).
+
+    Raises:
+        ValueError: any other space, naming what is supported.
+    """
+    if isinstance(space, Box) and len(space.shape) == 1:
+        return jax.ShapeDtypeStruct(space.shape, jnp.float32)
+    if not isinstance(space, Dict):
+        raise ValueError(
+            f"{who} takes flat float vectors or dicts of images and vectors "
+            f"(rollax.spaces.Dict); the environment observes {space!r}."
+        )
+    spec = {}
+    for key, sub in space.spaces.items():
+        image = is_image_key(key)
+        if not isinstance(sub, Box) or len(sub.shape) != (3 if image else 1):
+            raise ValueError(
+                f"{who} reads 'pixels/...' observations as (H, W, C) images and the others as "
+                f"1-D vectors; observation {key!r} is {sub!r}."
+            )
+        spec[key] = jax.ShapeDtypeStruct(sub.shape, sub.dtype if image else jnp.float32)
+    return spec

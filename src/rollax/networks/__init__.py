@@ -3,7 +3,8 @@
 from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution, action_head
 from rollax.networks._distributions import Categorical, DiagGaussian
 from rollax.networks._init import orthogonal
-from rollax.networks._vision import CNNEncoder, Conv, VisionActorCritic, is_image_key
+from rollax.networks._vision import CNNEncoder, Conv, VisionActorCritic
+from rollax.spaces import is_image_key
 
 __all__ = [
     "MLP",

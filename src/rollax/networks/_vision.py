@@ -17,13 +17,9 @@ import numpy as np
 
 from rollax.networks._actor_critic import _ACTIVATIONS, MLP, heads
 from rollax.networks._init import orthogonal
+from rollax.spaces import is_image_key
 
-__all__ = ["CNNEncoder", "Conv", "VisionActorCritic", "is_image_key"]
-
-
-def is_image_key(key: str) -> bool:
-    """Whether an observation key names an image (``"pixels/..."``)."""
-    return key.startswith("pixels/")
+__all__ = ["CNNEncoder", "Conv", "VisionActorCritic"]
 
 
 class Conv(nn.Module):

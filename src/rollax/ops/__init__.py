@@ -2,7 +2,15 @@
 
 from rollax.ops._augment import random_shift
 from rollax.ops._gae import gae
-from rollax.ops._normalize import RunningStats, normalize, running_stats, update_running_stats
+from rollax.ops._normalize import (
+    RunningStats,
+    normalize,
+    normalize_observation,
+    observation_stats,
+    running_stats,
+    update_observation_stats,
+    update_running_stats,
+)
 from rollax.ops._nstep import NStepReturn, nstep_return
 
 __all__ = [
@@ -10,8 +18,11 @@ __all__ = [
     "RunningStats",
     "gae",
     "normalize",
+    "normalize_observation",
     "nstep_return",
+    "observation_stats",
     "random_shift",
     "running_stats",
+    "update_observation_stats",
     "update_running_stats",
 ]

@@ -1,13 +1,29 @@
-"""Running mean and variance of observations, as part of a training state."""
+"""Running mean and variance of observations, as part of a training state.
+
+For dict observations (DESIGN.md 6) the vector entries are normalized and the images left as
+they are (networks scale them to ``[0, 1]``): :func:`observation_stats`,
+:func:`normalize_observation` and :func:`update_observation_stats` work on either kind.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
+from rollax.spaces import is_image_key
 
-__all__ = ["RunningStats", "normalize", "running_stats", "update_running_stats"]
+__all__ = [
+    "RunningStats",
+    "normalize",
+    "normalize_observation",
+    "observation_stats",
+    "running_stats",
+    "update_observation_stats",
+    "update_running_stats",
+]
 
 
 @pytree_dataclass
@@ -71,3 +87,32 @@ def normalize(
     mean = jnp.broadcast_to(stats.mean, x.shape)
     scale = jnp.broadcast_to(jnp.sqrt(stats.var + eps), x.shape)
     return jnp.clip((x - mean) / scale, -clip, clip)
+
+
+def observation_stats(spec: Any) -> Any:
+    """Stats before any sample for observations of ``spec``.
+
+    Args:
+        spec: A ``jax.ShapeDtypeStruct`` of a vector observation, or a dict of them (see
+            :func:`rollax.spaces.observation_spec`).
+
+    Returns:
+        A :class:`RunningStats`, or a dict of them for the non-image entries.
+    """
+    if isinstance(spec, dict):
+        return {k: running_stats(s.shape) for k, s in spec.items() if not is_image_key(k)}
+    return running_stats(spec.shape)
+
+
+def normalize_observation(stats: Any, obs: Any) -> Any:
+    """:func:`normalize` the entries of ``obs`` that ``stats`` has (images pass through)."""
+    if isinstance(obs, dict):
+        return {k: normalize(stats[k], v) if k in stats else v for k, v in obs.items()}
+    return normalize(stats, obs)
+
+
+def update_observation_stats(stats: Any, obs: Any) -> Any:
+    """Fold a batch of observations (any leading axes) into :func:`observation_stats`."""
+    if isinstance(obs, dict):
+        return {k: update_running_stats(stats[k], obs[k]) for k in stats}
+    return update_running_stats(stats, obs)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax.envs import VecEnv
-from rollax.networks import is_image_key
+from rollax.spaces import is_image_key
 from rollax.training._agent import Agent
 from rollax.training._evaluate import params_for_batch
 from rollax.types import PRNGKey

@@ -27,17 +27,16 @@ from rollax.networks import (
     VisionActorCritic,
     action_distribution,
     action_head,
-    is_image_key,
 )
 from rollax.ops import (
     RunningStats,
     gae,
-    normalize,
+    normalize_observation,
+    observation_stats,
     random_shift,
-    running_stats,
-    update_running_stats,
+    update_observation_stats,
 )
-from rollax.spaces import Box, Dict
+from rollax.spaces import is_image_key, observation_spec
 from rollax.training import Agent, build_agent, feedforward_policy
 from rollax.types import PRNGKey
 
@@ -147,28 +146,14 @@ def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
     ``config.critic_keys``.
     """
     space, actions = env.observation_space, env.action_space
-    if isinstance(space, Box) and len(space.shape) == 1:
+    spec = observation_spec(space, "make_ppo: PPO")
+    if not isinstance(spec, dict):
         if config.actor_keys or config.critic_keys:
             raise ValueError(
                 f"make_ppo: actor_keys and critic_keys select entries of dict observations; "
                 f"{env.env_id} observes a vector {space!r}. Leave them empty."
             )
-        network = ActorCritic.for_space(actions, config.hidden_sizes, config.activation)
-        return network, jax.ShapeDtypeStruct(space.shape, jnp.float32)
-    if not isinstance(space, Dict):
-        raise ValueError(
-            f"make_ppo: PPO takes flat float vectors or dicts of images and vectors "
-            f"(rollax.spaces.Dict); {env.env_id} observes {space!r}."
-        )
-    spec = {}
-    for key, sub in space.spaces.items():
-        image = is_image_key(key)
-        if not isinstance(sub, Box) or len(sub.shape) != (3 if image else 1):
-            raise ValueError(
-                f"make_ppo: observation {key!r} of {env.env_id} is {sub!r}; PPO reads "
-                f"'pixels/...' entries as (H, W, C) images and the others as 1-D vectors."
-            )
-        spec[key] = jax.ShapeDtypeStruct(sub.shape, sub.dtype if image else jnp.float32)
+        return ActorCritic.for_space(actions, config.hidden_sizes, config.activation), spec
     actor_keys = config.actor_keys or tuple(k for k in spec if k != "privileged_state")
     critic_keys = config.critic_keys or tuple(spec)
     for name, keys in (("actor_keys", actor_keys), ("critic_keys", critic_keys)):
@@ -252,23 +237,8 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
     def tree_per_seed(obs: Any) -> Any:
         return jax.tree.map(per_seed, obs)
 
-    def new_stats() -> Any:
-        """Running statistics of the vector observations (images are scaled, not normalized)."""
-        if isinstance(obs_spec, dict):
-            return {k: running_stats(s.shape) for k, s in obs_spec.items() if k not in image_keys}
-        return running_stats(obs_spec.shape)
-
     def observe(stats: Any, obs: Any) -> Any:
-        if not config.normalize_obs:
-            return obs
-        if isinstance(obs_spec, dict):
-            return {k: normalize(stats[k], v) if k in stats else v for k, v in obs.items()}
-        return normalize(stats, obs)
-
-    def update_stats(stats: Any, obs: Any) -> Any:
-        if isinstance(obs_spec, dict):
-            return {k: update_running_stats(stats[k], obs[k]) for k in stats}
-        return update_running_stats(stats, obs)
+        return normalize_observation(stats, obs) if config.normalize_obs else obs
 
     optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=1e-5)
 
@@ -302,7 +272,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             max_grad_norm=scalar(config.max_grad_norm),
             reward_scale=scalar(config.reward_scale),
         )
-        stats = jax.vmap(lambda _: new_stats())(jnp.arange(seeds))
+        stats = jax.vmap(lambda _: observation_stats(obs_spec))(jnp.arange(seeds))
         return PPOState(
             params=params,
             opt_state=opt_state,
@@ -476,7 +446,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         )
         stats = state.obs_stats
         if config.normalize_obs:
-            stats = jax.vmap(update_stats)(stats, data.obs)
+            stats = jax.vmap(update_observation_stats)(stats, data.obs)
         returns = data.episode_return
         finished = ~jnp.isnan(returns)
         metrics = {
