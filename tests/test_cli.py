@@ -22,6 +22,10 @@ TINY = [
     "--num-envs", "4", "--num-steps", "16", "--num-epochs", "2", "--num-minibatches", "2",
     "--hidden-sizes", "16", "16", "--no-progress",
 ]  # fmt: skip
+TINY_DQN = [
+    "--num-envs", "4", "--buffer-size", "4000", "--learning-starts", "400", "--batch-size",
+    "32", "--gradient-steps", "1", "--hidden-sizes", "16", "--no-progress",
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +85,20 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
     assert frames.ndim == 4 and frames.shape[0] > 1 and frames.shape[-1] in (3, 4)
 
 
-def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(tmp_path, cli_env):
-    total = ["--total-steps", "262144", "--log-every", "512", "--eval-episodes", "0"]
+@pytest.mark.parametrize(
+    ("algo", "options", "total_steps", "log_every"),
+    [("ppo", TINY, 262144, 512), ("dqn", TINY_DQN, 400_000, 2000)],
+)
+def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(
+    tmp_path, cli_env, algo, options, total_steps, log_every
+):
+    total = ["--total-steps", str(total_steps), "--log-every", str(log_every),
+             "--eval-episodes", "0"]  # fmt: skip
     whole_dir, cut_dir = tmp_path / "whole", tmp_path / "cut"
-    rollax("train", "ppo", *TINY, *total, "--run-dir", str(whole_dir), env=cli_env)
+    rollax("train", algo, *options, *total, "--run-dir", str(whole_dir), env=cli_env)
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollax", "train", "ppo", *TINY, *total, "--run-dir",
+        [sys.executable, "-m", "rollax", "train", algo, *options, *total, "--run-dir",
          str(cut_dir)],
         env=cli_env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -102,17 +113,36 @@ def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(tm
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert "SIGTERM received: saved a checkpoint at step" in stderr
     stopped_at = int(metrics(cut_dir)[-1]["env_steps"])
-    assert 0 < stopped_at < 262144
+    assert 0 < stopped_at < total_steps
     assert [int(p.name) for p in (cut_dir / "checkpoints").iterdir()] == [stopped_at]
 
     rollax("resume", str(cut_dir), env=cli_env)
     whole, cut = load_run(whole_dir).state, load_run(cut_dir).state
-    assert int(cut.env_steps) == int(whole.env_steps) == 262144
+    assert int(cut.env_steps) == int(whole.env_steps) == total_steps
     for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(cut.params), strict=True):
         np.testing.assert_array_equal(a, b)
     assert [r["episode_return"] for r in metrics(cut_dir)] == [
         r["episode_return"] for r in metrics(whole_dir)
     ]
+
+
+def test_dqn_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_env):
+    run_dir = tmp_path / "dqn"
+    rollax("train", "dqn", "--env", "CartPole-v1", *TINY_DQN, "--total-steps", "800",
+           "--log-every", "200", "--eval-episodes", "2", "--run-dir", str(run_dir),
+           env=cli_env)  # fmt: skip
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["algo"] == "dqn" and config["config"]["buffer_size"] == 4000
+    rows = metrics(run_dir)
+    assert [int(r["env_steps"]) for r in rows] == [200, 400, 600, 800]
+    assert rows[0]["td_loss"] == "0" and float(rows[-1]["td_loss"]) > 0  # learning from 400
+    rollax("resume", str(run_dir), "--total-steps", "1200", env=cli_env)
+    assert [int(r["env_steps"]) for r in metrics(run_dir)][-1] == 1200
+    out = rollax("eval", str(run_dir), "--episodes", "3", env=cli_env)
+    assert json.loads(out.stdout)["env_steps"] == 1200
+    proc = rollax("train", "dqn", "--env", "Pendulum-v1", "--no-progress", env=cli_env,
+                  check=False)  # fmt: skip
+    assert proc.returncode == 2 and "DQN chooses among discrete actions" in proc.stderr
 
 
 def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):

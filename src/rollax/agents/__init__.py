@@ -1,16 +1,24 @@
 """The agents, each registered with the training layer under its name."""
 
-from rollax.agents.ppo import PRESETS as PPO_PRESETS
-from rollax.agents.ppo import PPOConfig, make_ppo
+from rollax.agents import dqn, ppo
 from rollax.training._registry import Algorithm, register
 
 register(
     Algorithm(
         name="ppo",
         title="Proximal Policy Optimization",
-        config_type=PPOConfig,
-        make=make_ppo,
-        presets=PPO_PRESETS,
+        config_type=ppo.PPOConfig,
+        make=ppo.make_ppo,
+        presets=ppo.PRESETS,
+    )
+)
+register(
+    Algorithm(
+        name="dqn",
+        title="Deep Q-Network (double, dueling, n-step)",
+        config_type=dqn.DQNConfig,
+        make=dqn.make_dqn,
+        presets=dqn.PRESETS,
     )
 )
 

@@ -1,21 +1,43 @@
-"""Neural networks: MLP and CNN torsos, actor-critic heads (Flax linen)."""
+"""Neural networks: MLP and CNN torsos, actor-critic heads, Q-networks (Flax linen)."""
 
-from rollax.networks._actor_critic import MLP, ActorCritic, action_distribution, action_head
+from rollax.networks._actor_critic import (
+    ACTIVATIONS,
+    MLP,
+    Activation,
+    ActorCritic,
+    action_distribution,
+    action_head,
+)
 from rollax.networks._distributions import Categorical, DiagGaussian
 from rollax.networks._init import orthogonal
-from rollax.networks._vision import CNNEncoder, Conv, VisionActorCritic
+from rollax.networks._q import DoubleQ, QNetwork
+from rollax.networks._vision import (
+    CNNEncoder,
+    Conv,
+    VisionActorCritic,
+    encode_observation,
+    image_encoders,
+    join_features,
+)
 from rollax.spaces import is_image_key
 
 __all__ = [
+    "ACTIVATIONS",
     "MLP",
     "ActorCritic",
+    "Activation",
     "CNNEncoder",
     "Conv",
     "Categorical",
     "DiagGaussian",
+    "DoubleQ",
+    "QNetwork",
     "VisionActorCritic",
     "action_distribution",
     "action_head",
+    "encode_observation",
+    "image_encoders",
+    "join_features",
     "is_image_key",
     "orthogonal",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import flax.linen as nn
 import jax
@@ -13,9 +14,21 @@ from rollax.networks._distributions import Categorical, DiagGaussian
 from rollax.networks._init import orthogonal
 from rollax.spaces import Box, Discrete, Space
 
-__all__ = ["MLP", "ActorCritic", "action_distribution", "action_head", "heads"]
+__all__ = [
+    "ACTIVATIONS",
+    "Activation",
+    "MLP",
+    "ActorCritic",
+    "action_distribution",
+    "action_head",
+    "heads",
+]
 
-_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu}
+Activation = Literal["tanh", "relu", "gelu", "swish"]
+"""The activation names a configuration may give."""
+
+ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "swish": nn.swish}
+"""The activations networks take by name."""
 
 
 class MLP(nn.Module):
@@ -23,7 +36,7 @@ class MLP(nn.Module):
 
     Attributes:
         hidden_sizes: Width of each hidden layer.
-        activation: ``"tanh"``, ``"relu"`` or ``"gelu"``.
+        activation: ``"tanh"``, ``"relu"``, ``"gelu"`` or ``"swish"``.
     """
 
     hidden_sizes: Sequence[int]
@@ -34,7 +47,7 @@ class MLP(nn.Module):
         """``(..., in) -> (..., hidden_sizes[-1])``."""
         for size in self.hidden_sizes:
             x = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x)
-            x = _ACTIVATIONS[self.activation](x)
+            x = ACTIVATIONS[self.activation](x)
         return x
 
 

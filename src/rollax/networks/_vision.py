@@ -8,18 +8,26 @@ see a ``"privileged_state"``); an image both read is encoded once, by one encode
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.networks._actor_critic import _ACTIVATIONS, MLP, heads
+from rollax.networks._actor_critic import ACTIVATIONS, MLP, heads
 from rollax.networks._init import orthogonal
 from rollax.spaces import is_image_key
 
-__all__ = ["CNNEncoder", "Conv", "VisionActorCritic"]
+__all__ = [
+    "CNNEncoder",
+    "Conv",
+    "VisionActorCritic",
+    "encode_observation",
+    "image_encoders",
+    "join_features",
+]
 
 
 class Conv(nn.Module):
@@ -137,7 +145,7 @@ class CNNEncoder(nn.Module):
             x = image.astype(jnp.float32)
         batch = x.shape[:-3]
         x = x.reshape((-1, *x.shape[-3:]))
-        act = _ACTIVATIONS[self.activation]
+        act = ACTIVATIONS[self.activation]
         for c, k, s in zip(self.channels, self.kernels, self.strides, strict=True):
             x = Conv(c, k, s)(x)
             if self.layer_norm:
@@ -186,27 +194,59 @@ class VisionActorCritic(nn.Module):
     @nn.compact
     def __call__(self, obs: Mapping[str, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``obs`` (dict, leaves ``(..., *shape)``) -> ``(logits_or_mean, log_std, value)``."""
-        encoders = {
-            key: CNNEncoder.for_image(
-                self.image_shapes[key], layer_norm=self.layer_norm, pool=self.pool, name=_name(key)
-            )
-            for key in sorted(set(self.actor_keys) | set(self.critic_keys))
-            if is_image_key(key)
-        }
+        keys = set(self.actor_keys) | set(self.critic_keys)
+        encoders = image_encoders(self.image_shapes, keys, self.layer_norm, self.pool)
         features = {key: encoders[key](obs[key]) for key in encoders}
-
-        def torso(keys: Sequence[str]) -> jax.Array:
-            parts = [
-                features[k] if k in features else obs[k].astype(jnp.float32) for k in sorted(keys)
-            ]
-            return jnp.concatenate(parts, axis=-1)
-
-        actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(torso(self.actor_keys))
+        actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(
+            join_features(features, obs, self.actor_keys)
+        )
         critic = MLP(self.hidden_sizes, self.activation, name="critic_torso")(
-            torso(self.critic_keys)
+            join_features(features, obs, self.critic_keys)
         )
         return heads(self, actor, critic, self.action_dim, self.discrete)
 
 
-def _name(key: str) -> str:
-    return "encoder_" + key.replace("/", "_")
+def image_encoders(
+    image_shapes: Mapping[str, tuple[int, ...]],
+    keys: Iterable[str],
+    layer_norm: bool = False,
+    pool: str = "none",
+) -> dict[str, CNNEncoder]:
+    """One :class:`CNNEncoder` per image key among ``keys``, named ``encoder_<key>``.
+
+    Call inside a compact module: the encoders become its submodules.
+    """
+    return {
+        key: CNNEncoder.for_image(
+            image_shapes[key],
+            layer_norm=layer_norm,
+            pool=pool,
+            name="encoder_" + key.replace("/", "_"),
+        )
+        for key in sorted(keys)
+        if is_image_key(key)
+    }
+
+
+def join_features(
+    features: Mapping[str, jax.Array], obs: Mapping[str, jax.Array], keys: Iterable[str]
+) -> jax.Array:
+    """The encoded images and the float vectors of ``keys``, concatenated in key order."""
+    parts = [features[k] if k in features else obs[k].astype(jnp.float32) for k in sorted(keys)]
+    return jnp.concatenate(parts, axis=-1)
+
+
+def encode_observation(
+    obs: Any, image_shapes: Mapping[str, tuple[int, ...]], layer_norm: bool = False
+) -> jax.Array:
+    """Features of a vector or dict observation, for a network with one torso.
+
+    A vector passes as float32. A dict's images each go through their own
+    :class:`CNNEncoder` (submodules of the calling compact module) and are joined with the
+    vectors in key order.
+    """
+    if not isinstance(obs, Mapping):
+        return obs.astype(jnp.float32)
+    encoders = image_encoders(image_shapes, obs.keys(), layer_norm)
+    features = {key: encoders[key](obs[key]) for key in encoders}
+    return join_features(features, obs, obs.keys())

@@ -19,6 +19,7 @@ from rollax.training._agent import (
     feedforward_policy,
 )
 from rollax.training._config import ConfigError, config_to_json, decode_config
+from rollax.training._envs import training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
 from rollax.training._keys import RunKeys, run_keys
 from rollax.training._loop import COMMON_METRICS, TrainingDiverged
@@ -75,5 +76,6 @@ __all__ = [
     "resume",
     "run_keys",
     "train",
+    "training_env",
     "write_video",
 ]

@@ -37,7 +37,7 @@ from rollax.ops import (
     update_observation_stats,
 )
 from rollax.spaces import is_image_key, observation_spec
-from rollax.training import Agent, build_agent, feedforward_policy
+from rollax.training import Agent, build_agent, feedforward_policy, training_env
 from rollax.types import PRNGKey
 
 __all__ = ["PPO", "PPOHyperParams", "PPOState", "Rollout", "make_ppo"]
@@ -190,35 +190,15 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
     Raises:
         ValueError: an inconsistent configuration or a ``VecEnv`` of the wrong size.
     """
-    from rollax.envs import make
-
     config.validate()
-    total = config.num_seeds * config.num_envs
-    if isinstance(env, str):
-        env = make(
-            env,
-            num_envs=total,
-            frame_stack=config.frame_stack,
-            action_repeat=config.action_repeat,
-            **make_options,
-        )
-    elif (config.frame_stack, config.action_repeat) != (1, 1):
-        raise ValueError(
-            f"make_ppo: frame_stack={config.frame_stack} and "
-            f"action_repeat={config.action_repeat} apply when env is an id; a VecEnv comes "
-            f"built, so build it with rollax.make(..., frame_stack=..., action_repeat=...) "
-            f"and leave both at 1."
-        )
-    if env.num_envs != total:
-        raise ValueError(
-            f"make_ppo: the environment batch must hold num_seeds * num_envs = {total} "
-            f"environments, got num_envs={env.num_envs}."
-        )
-    if env.autoreset_mode != "same_step":
-        raise ValueError(
-            f"make_ppo: PPO needs same-step autoreset (every step a real transition), got "
-            f"autoreset_mode={env.autoreset_mode!r}."
-        )
+    env = training_env(
+        "make_ppo",
+        env,
+        config.num_seeds * config.num_envs,
+        frame_stack=config.frame_stack,
+        action_repeat=config.action_repeat,
+        **make_options,
+    )
     network, obs_spec = _network_for(config, env)
     image_keys = tuple(
         k for k in (obs_spec if isinstance(obs_spec, dict) else {}) if is_image_key(k)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rollax.networks import Activation
 from rollax.training import check_budget
+from rollax.training._validate import check_activation, check_fields, check_widths
 
 __all__ = ["PPOConfig", "PRESETS"]
 
@@ -61,8 +63,8 @@ class PPOConfig:
     """Standardize advantages within each minibatch."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Widths of the hidden layers of the actor and of the critic."""
-    activation: str = "tanh"
-    """Activation of the hidden layers: tanh, relu or gelu."""
+    activation: Activation = "tanh"
+    """Activation of the hidden layers: tanh, relu, gelu or swish."""
     num_seeds: int = 1
     """Independent seeds trained at once in one compiled program."""
     actor_keys: tuple[str, ...] = ()
@@ -89,31 +91,13 @@ class PPOConfig:
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
-        for name in (
-            "num_envs",
-            "num_steps",
-            "total_steps",
-            "num_epochs",
-            "num_minibatches",
-            "num_seeds",
-            "frame_stack",
-            "action_repeat",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"PPOConfig.{name} must be a positive integer, got {value!r}.")
-        for name in ("learning_rate", "max_grad_norm", "clip_eps", "reward_scale"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"PPOConfig.{name} must be positive, got {value!r}.")
-        for name in ("ent_coef", "vf_coef"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"PPOConfig.{name} must be >= 0, got {getattr(self, name)!r}.")
-        for name in ("gamma", "gae_lambda"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(
-                    f"PPOConfig.{name} must lie in [0, 1], got {getattr(self, name)!r}."
-                )
+        check_fields(
+            self, "positive_int", "num_envs", "num_steps", "total_steps", "num_epochs",
+            "num_minibatches", "num_seeds", "frame_stack", "action_repeat",
+        )  # fmt: skip
+        check_fields(self, "positive", "learning_rate", "max_grad_norm", "clip_eps", "reward_scale")
+        check_fields(self, "non_negative", "ent_coef", "vf_coef")
+        check_fields(self, "unit_interval", "gamma", "gae_lambda")
         if self.batch_size % self.num_minibatches:
             divisors = [
                 d for d in range(1, min(self.batch_size, 64) + 1) if self.batch_size % d == 0
@@ -129,28 +113,13 @@ class PPOConfig:
             "PPOConfig.total_steps",
             "rollouts of num_envs * num_steps",
         )
-        if self.activation not in ("tanh", "relu", "gelu"):
-            raise ValueError(
-                f"PPOConfig.activation must be 'tanh', 'relu' or 'gelu', got {self.activation!r}."
-            )
-        if (
-            isinstance(self.shift_pad, bool)
-            or not isinstance(self.shift_pad, int)
-            or (self.shift_pad < 0)
-        ):
-            raise ValueError(
-                f"PPOConfig.shift_pad must be an integer >= 0, got {self.shift_pad!r}."
-            )
+        check_activation(self)
+        check_fields(self, "non_negative_int", "shift_pad")
         for name in ("actor_keys", "critic_keys"):
             keys = getattr(self, name)
             if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):
                 raise ValueError(f"PPOConfig.{name} must be a tuple of str, got {keys!r}.")
-        if not self.hidden_sizes or any(
-            isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden_sizes
-        ):
-            raise ValueError(
-                f"PPOConfig.hidden_sizes must be positive integers, got {self.hidden_sizes!r}."
-            )
+        check_widths(self)
 
     def replace(self, **changes: Any) -> PPOConfig:
         """A copy with some fields changed."""

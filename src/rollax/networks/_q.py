@@ -1,0 +1,96 @@
+"""Q-networks: action values for discrete actions (DQN) and for continuous ones (SAC)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from rollax.networks._actor_critic import MLP
+from rollax.networks._init import orthogonal
+from rollax.networks._vision import encode_observation
+
+__all__ = ["DoubleQ", "QNetwork"]
+
+
+class QNetwork(nn.Module):
+    """The value of every discrete action: observation ``(..., *obs)`` to ``(..., A)``.
+
+    Vector observations go straight into the MLP; dict observations are encoded first (one
+    CNN per image, vectors joined: :func:`~rollax.networks.encode_observation`). With
+    ``dueling`` the head splits into a state value and advantages, ``Q = V + A - mean(A)``
+    (Wang et al., 2016).
+
+    Attributes:
+        num_actions: Number of discrete actions.
+        hidden_sizes: Widths of the MLP's hidden layers.
+        activation: Their activation (see :data:`~rollax.networks.ACTIVATIONS`).
+        dueling: Separate value and advantage streams.
+        image_shapes: ``(H, W, C)`` of each image key of a dict observation.
+        layer_norm: Per-channel layer normalization in the image encoders.
+    """
+
+    num_actions: int
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "relu"
+    dueling: bool = False
+    image_shapes: Mapping[str, tuple[int, ...]] | None = None
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: Any) -> jax.Array:
+        """Q-values, float32 ``(..., num_actions)``."""
+        x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
+        x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
+        if not self.dueling:
+            return nn.Dense(self.num_actions, kernel_init=orthogonal(1.0), name="q")(x)
+        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="value")(x)
+        advantage = nn.Dense(self.num_actions, kernel_init=orthogonal(1.0), name="advantage")(x)
+        return value + advantage - advantage.mean(axis=-1, keepdims=True)
+
+
+class DoubleQ(nn.Module):
+    """Two independent critics ``Q1(s, a), Q2(s, a)`` for continuous actions (SAC, TD3).
+
+    Each critic encodes the observation itself (no shared features), joins the action and
+    applies its own MLP.
+
+    Attributes:
+        hidden_sizes: Widths of each critic's hidden layers.
+        activation: Their activation.
+        image_shapes: ``(H, W, C)`` of each image key of a dict observation.
+        layer_norm: Per-channel layer normalization in the image encoders.
+    """
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    activation: str = "relu"
+    image_shapes: Mapping[str, tuple[int, ...]] | None = None
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: Any, action: jax.Array) -> jax.Array:
+        """float32 ``(2, ...)``: both critics' values of ``action`` ``(..., A)``."""
+
+        def critic(name: str) -> jax.Array:
+            module = _Critic(self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm,
+                             name=name)  # fmt: skip
+            return module(obs, action)
+
+        return jnp.stack([critic("q1"), critic("q2")])
+
+
+class _Critic(nn.Module):
+    hidden_sizes: Sequence[int]
+    activation: str
+    image_shapes: Mapping[str, tuple[int, ...]] | None
+    layer_norm: bool
+
+    @nn.compact
+    def __call__(self, obs: Any, action: jax.Array) -> jax.Array:
+        x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
+        x = jnp.concatenate([x, action.astype(jnp.float32)], axis=-1)
+        x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
+        return nn.Dense(1, kernel_init=orthogonal(1.0), name="head")(x)[..., 0]

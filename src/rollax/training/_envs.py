@@ -1,0 +1,64 @@
+"""The batch of environments an agent trains on, built from an id or checked as given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollax.envs import VecEnv
+
+__all__ = ["training_env"]
+
+
+def training_env(
+    who: str,
+    env: VecEnv | str,
+    num_envs: int,
+    *,
+    frame_stack: int = 1,
+    action_repeat: int = 1,
+    **make_options: Any,
+) -> VecEnv:
+    """The training batch: ``num_envs`` environments (every seed's) with same-step autoreset.
+
+    Args:
+        who: The agent factory, for messages (``"make_ppo"``).
+        env: A registered id, built with ``num_envs``, ``frame_stack`` and
+            ``action_repeat``; or a ``VecEnv`` that must already hold ``num_envs``
+            environments, wrapped as it should be.
+        num_envs: Environments in the batch (``num_seeds * num_envs`` of the config).
+        frame_stack: Observations stacked (``rollax.make``'s option; 1: off).
+        action_repeat: Dynamics steps per action (``rollax.make``'s option; 1: off).
+        **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
+
+    Raises:
+        ValueError: wrappers asked for a ``VecEnv`` that comes built, a batch of the wrong
+            size, or an autoreset mode other than same-step (every step must be a real
+            transition).
+    """
+    from rollax.envs import make
+
+    if isinstance(env, str):
+        env = make(
+            env,
+            num_envs=num_envs,
+            frame_stack=frame_stack,
+            action_repeat=action_repeat,
+            **make_options,
+        )
+    elif (frame_stack, action_repeat) != (1, 1):
+        raise ValueError(
+            f"{who}: frame_stack={frame_stack} and action_repeat={action_repeat} apply when "
+            f"env is an id; a VecEnv comes built, so build it with rollax.make(..., "
+            f"frame_stack=..., action_repeat=...) and leave both at 1."
+        )
+    if env.num_envs != num_envs:
+        raise ValueError(
+            f"{who}: the environment batch must hold num_seeds * num_envs = {num_envs} "
+            f"environments, got num_envs={env.num_envs}."
+        )
+    if env.autoreset_mode != "same_step":
+        raise ValueError(
+            f"{who}: the agent needs same-step autoreset (every step a real transition), got "
+            f"autoreset_mode={env.autoreset_mode!r}."
+        )
+    return env

@@ -1,0 +1,69 @@
+"""Checks of configuration fields, with messages that name the field, value and what is valid.
+
+Every agent's ``Config.validate`` is made of these, so the same mistake reads the same way
+whichever agent it is made in (``PPOConfig.num_envs must be a positive integer, got 0.``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "check_activation",
+    "check_fields",
+    "check_widths",
+]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "positive_int": (lambda v: _is_int(v) and v >= 1, "must be a positive integer"),
+    "non_negative_int": (lambda v: _is_int(v) and v >= 0, "must be an integer >= 0"),
+    "positive": (lambda v: v > 0, "must be positive"),
+    "non_negative": (lambda v: v >= 0, "must be >= 0"),
+    "unit_interval": (lambda v: 0 <= v <= 1, "must lie in [0, 1]"),
+}
+
+
+def check_fields(config: Any, rule: str, *names: str) -> None:
+    """Raise a ``ValueError`` for the first field among ``names`` that breaks ``rule``.
+
+    Args:
+        config: A configuration dataclass.
+        rule: ``"positive_int"``, ``"non_negative_int"``, ``"positive"``,
+            ``"non_negative"`` or ``"unit_interval"``.
+        *names: Its fields to check.
+    """
+    test, requirement = _RULES[rule]
+    for name in names:
+        value = getattr(config, name)
+        try:
+            ok = bool(test(value))
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{type(config).__name__}.{name} {requirement}, got {value!r}.")
+
+
+def check_activation(config: Any, name: str = "activation") -> None:
+    """Raise a ``ValueError`` unless the field names one of the networks' activations."""
+    from rollax.networks import ACTIVATIONS
+
+    value = getattr(config, name)
+    if value not in ACTIVATIONS:
+        raise ValueError(
+            f"{type(config).__name__}.{name} must be one of {sorted(ACTIVATIONS)}, got {value!r}."
+        )
+
+
+def check_widths(config: Any, name: str = "hidden_sizes") -> None:
+    """Raise a ``ValueError`` unless the field is a non-empty tuple of positive integers."""
+    value = getattr(config, name)
+    if not value or any(not _is_int(h) or h < 1 for h in value):
+        raise ValueError(
+            f"{type(config).__name__}.{name} must be positive integers, got {value!r}."
+        )
