@@ -22,6 +22,10 @@ TINY = [
     "--num-envs", "4", "--num-steps", "16", "--num-epochs", "2", "--num-minibatches", "2",
     "--hidden-sizes", "16", "16", "--no-progress",
 ]  # fmt: skip
+TINY_SAC = [
+    "--env", "Pendulum-v1", "--num-envs", "2", "--buffer-size", "2000", "--learning-starts",
+    "200", "--batch-size", "32", "--hidden-sizes", "16", "--no-progress",
+]  # fmt: skip
 TINY_DQN = [
     "--num-envs", "4", "--buffer-size", "4000", "--learning-starts", "400", "--batch-size",
     "32", "--gradient-steps", "1", "--hidden-sizes", "16", "--no-progress",
@@ -87,7 +91,11 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
 
 @pytest.mark.parametrize(
     ("algo", "options", "total_steps", "log_every"),
-    [("ppo", TINY, 262144, 512), ("dqn", TINY_DQN, 400_000, 2000)],
+    [
+        ("ppo", TINY, 262144, 512),
+        ("dqn", TINY_DQN, 400_000, 2000),
+        ("sac", TINY_SAC, 200_000, 400),
+    ],
 )
 def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(
     tmp_path, cli_env, algo, options, total_steps, log_every
@@ -143,6 +151,24 @@ def test_dqn_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_en
     proc = rollax("train", "dqn", "--env", "Pendulum-v1", "--no-progress", env=cli_env,
                   check=False)  # fmt: skip
     assert proc.returncode == 2 and "DQN chooses among discrete actions" in proc.stderr
+
+
+def test_sac_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_env):
+    run_dir = tmp_path / "sac"
+    rollax("train", "sac", *TINY_SAC, "--total-steps", "400", "--log-every", "200",
+           "--eval-episodes", "2", "--run-dir", str(run_dir), env=cli_env)  # fmt: skip
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["algo"] == "sac" and config["config"]["buffer_size"] == 2000
+    rows = metrics(run_dir)
+    assert [int(r["env_steps"]) for r in rows] == [200, 400]
+    assert {"critic_loss", "actor_loss", "alpha", "entropy"} <= set(rows[0])
+    rollax("resume", str(run_dir), "--total-steps", "600", env=cli_env)
+    assert [int(r["env_steps"]) for r in metrics(run_dir)][-1] == 600
+    out = rollax("eval", str(run_dir), "--episodes", "2", env=cli_env)
+    assert json.loads(out.stdout)["env_steps"] == 600
+    proc = rollax("train", "sac", "--env", "CartPole-v1", "--no-progress", env=cli_env,
+                  check=False)  # fmt: skip
+    assert proc.returncode == 2 and "SAC acts in a 1-D box" in proc.stderr
 
 
 def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):

@@ -1,6 +1,6 @@
 """The agents, each registered with the training layer under its name."""
 
-from rollax.agents import dqn, ppo
+from rollax.agents import dqn, ppo, sac
 from rollax.training._registry import Algorithm, register
 
 register(
@@ -19,6 +19,15 @@ register(
         config_type=dqn.DQNConfig,
         make=dqn.make_dqn,
         presets=dqn.PRESETS,
+    )
+)
+register(
+    Algorithm(
+        name="sac",
+        title="Soft Actor-Critic (twin critics, automatic entropy tuning)",
+        config_type=sac.SACConfig,
+        make=sac.make_sac,
+        presets=sac.PRESETS,
     )
 )
 

@@ -8,9 +8,9 @@ from rollax.networks._actor_critic import (
     action_distribution,
     action_head,
 )
-from rollax.networks._distributions import Categorical, DiagGaussian
+from rollax.networks._distributions import Categorical, DiagGaussian, TanhGaussian
 from rollax.networks._init import orthogonal
-from rollax.networks._q import DoubleQ, QNetwork
+from rollax.networks._q import DoubleQ, QNetwork, SquashedGaussianActor
 from rollax.networks._vision import (
     CNNEncoder,
     Conv,
@@ -32,6 +32,8 @@ __all__ = [
     "DiagGaussian",
     "DoubleQ",
     "QNetwork",
+    "SquashedGaussianActor",
+    "TanhGaussian",
     "VisionActorCritic",
     "action_distribution",
     "action_head",

@@ -1,4 +1,4 @@
-"""The two policy distributions PPO needs, written for strict dtype and rank promotion.
+"""Policy distributions, written for strict dtype and rank promotion.
 
 (Distrax's versions rely on implicit rank promotion and import TensorFlow Probability's JAX
 substrate, which touches JAX names deprecated in 0.10; these few lines avoid both.)
@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
 
-__all__ = ["Categorical", "DiagGaussian"]
+__all__ = ["Categorical", "DiagGaussian", "TanhGaussian"]
 
 
 @pytree_dataclass
@@ -84,3 +84,49 @@ class DiagGaussian:
         """A sample and its log-probability."""
         value = self.sample(seed)
         return value, self.log_prob(value)
+
+
+@pytree_dataclass
+class TanhGaussian:
+    """A diagonal Gaussian squashed by ``tanh`` and scaled to the box ``[low, high]``.
+
+    A sample is ``low + (tanh(u) + 1) / 2 * (high - low)`` with ``u ~ N(mean, std)``; its
+    log-density subtracts the log-determinant of the squashing, computed as ``2 * (log 2 -
+    u - softplus(-2u))`` (stable where ``tanh(u)`` rounds to +-1, where ``log(1 -
+    tanh(u)**2)`` would give -inf), and of the scaling (SAC, Haarnoja et al., 2018).
+
+    Attributes:
+        mean: float ``(..., D)``: mean of ``u``.
+        log_std: float ``(..., D)``: log standard deviation of ``u``.
+        low: float ``(D,)``: lower bounds of the actions.
+        high: float ``(D,)``: upper bounds.
+    """
+
+    mean: jax.Array
+    log_std: jax.Array
+    low: jax.Array
+    high: jax.Array
+
+    def _bounds(self, shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
+        return jnp.broadcast_to(self.low, shape), jnp.broadcast_to(self.high, shape)
+
+    def _squash(self, u: jax.Array) -> jax.Array:
+        low, high = self._bounds(u.shape)
+        return low + (jnp.tanh(u) + 1.0) * (0.5 * (high - low))
+
+    def sample_and_log_prob(self, seed: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """A sample float ``(..., D)`` in the box and its log-density ``(...)``."""
+        u = DiagGaussian(self.mean, self.log_std).sample(seed)
+        log_prob = DiagGaussian(self.mean, self.log_std).log_prob(u)
+        log_det = 2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u))
+        low, high = self._bounds(u.shape)
+        log_scale = jnp.log(0.5 * (high - low))
+        return self._squash(u), log_prob - (log_det + log_scale).sum(-1)
+
+    def sample(self, seed: jax.Array) -> jax.Array:
+        """Float ``(..., D)`` in the box."""
+        return self.sample_and_log_prob(seed)[0]
+
+    def mode(self) -> jax.Array:
+        """The squashed mean (the deterministic action), float ``(..., D)``."""
+        return self._squash(self.mean)

@@ -1,4 +1,4 @@
-"""Q-networks: action values for discrete actions (DQN) and for continuous ones (SAC)."""
+"""Off-policy networks: Q-values (DQN), twin critics and a squashed Gaussian actor (SAC)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rollax.networks._actor_critic import MLP
 from rollax.networks._init import orthogonal
 from rollax.networks._vision import encode_observation
 
-__all__ = ["DoubleQ", "QNetwork"]
+__all__ = ["DoubleQ", "QNetwork", "SquashedGaussianActor"]
 
 
 class QNetwork(nn.Module):
@@ -94,3 +94,40 @@ class _Critic(nn.Module):
         x = jnp.concatenate([x, action.astype(jnp.float32)], axis=-1)
         x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
         return nn.Dense(1, kernel_init=orthogonal(1.0), name="head")(x)[..., 0]
+
+
+class SquashedGaussianActor(nn.Module):
+    """A policy over a box: observation to the mean and log-std of a pre-``tanh`` Gaussian.
+
+    The log standard deviation is squashed into ``[log_std_min, log_std_max]`` with a tanh,
+    so it stays bounded without clipping its gradient away. Pair the outputs with
+    :class:`~rollax.networks.TanhGaussian` and the action bounds.
+
+    Attributes:
+        action_dim: Dimensions of the action.
+        hidden_sizes: Widths of the MLP's hidden layers.
+        activation: Their activation.
+        image_shapes: ``(H, W, C)`` of each image key of a dict observation.
+        layer_norm: Per-channel layer normalization in the image encoders.
+        log_std_min: Smallest log standard deviation.
+        log_std_max: Largest log standard deviation.
+    """
+
+    action_dim: int
+    hidden_sizes: Sequence[int] = (256, 256)
+    activation: str = "relu"
+    image_shapes: Mapping[str, tuple[int, ...]] | None = None
+    layer_norm: bool = False
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+
+    @nn.compact
+    def __call__(self, obs: Any) -> tuple[jax.Array, jax.Array]:
+        """``(mean, log_std)``, float32 ``(..., action_dim)`` each."""
+        x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
+        x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
+        mean = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="mean")(x)
+        raw = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="log_std")(x)
+        span = self.log_std_max - self.log_std_min
+        log_std = self.log_std_min + 0.5 * span * (jnp.tanh(raw) + 1.0)
+        return mean, log_std

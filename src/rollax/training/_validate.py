@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "check_activation",
     "check_fields",
+    "check_replay",
     "check_widths",
 ]
 
@@ -66,4 +67,28 @@ def check_widths(config: Any, name: str = "hidden_sizes") -> None:
     if not value or any(not _is_int(h) or h < 1 for h in value):
         raise ValueError(
             f"{type(config).__name__}.{name} must be positive integers, got {value!r}."
+        )
+
+
+def check_replay(config: Any) -> None:
+    """Raise a ``ValueError`` unless the replay sizes of an off-policy config fit together."""
+    name = type(config).__name__
+    if config.buffer_size % config.num_envs:
+        below = config.buffer_size // config.num_envs * config.num_envs
+        raise ValueError(
+            f"{name}.buffer_size={config.buffer_size} must be a multiple of "
+            f"num_envs={config.num_envs} (each environment fills its share); use "
+            f"{below or config.num_envs} or {below + config.num_envs}."
+        )
+    if config.buffer_size // config.num_envs < 2 * config.n_step:
+        raise ValueError(
+            f"{name}.buffer_size={config.buffer_size} keeps "
+            f"{config.buffer_size // config.num_envs} steps per environment, too few for "
+            f"windows of n_step={config.n_step}; use buffer_size >= "
+            f"{2 * config.n_step * config.num_envs}."
+        )
+    if config.batch_size > config.buffer_size:
+        raise ValueError(
+            f"{name}.batch_size={config.batch_size} exceeds buffer_size="
+            f"{config.buffer_size}; use batch_size <= {config.buffer_size}."
         )

@@ -7,7 +7,12 @@ from typing import Any, Literal
 
 from rollax.networks import Activation
 from rollax.training import check_budget
-from rollax.training._validate import check_activation, check_fields, check_widths
+from rollax.training._validate import (
+    check_activation,
+    check_fields,
+    check_replay,
+    check_widths,
+)
 
 __all__ = ["PRESETS", "DQNConfig"]
 
@@ -111,25 +116,7 @@ class DQNConfig:
             "DQNConfig.total_steps",
             "vectorized steps of num_envs * train_every",
         )
-        if self.buffer_size % self.num_envs:
-            below = self.buffer_size // self.num_envs * self.num_envs
-            raise ValueError(
-                f"DQNConfig.buffer_size={self.buffer_size} must be a multiple of "
-                f"num_envs={self.num_envs} (each environment fills its share); use "
-                f"{below or self.num_envs} or {below + self.num_envs}."
-            )
-        if self.buffer_size // self.num_envs < 2 * self.n_step:
-            raise ValueError(
-                f"DQNConfig.buffer_size={self.buffer_size} keeps "
-                f"{self.buffer_size // self.num_envs} steps per environment, too few for "
-                f"windows of n_step={self.n_step}; use buffer_size >= "
-                f"{2 * self.n_step * self.num_envs}."
-            )
-        if self.batch_size > self.buffer_size:
-            raise ValueError(
-                f"DQNConfig.batch_size={self.batch_size} exceeds buffer_size="
-                f"{self.buffer_size}; use batch_size <= {self.buffer_size}."
-            )
+        check_replay(self)
 
     def replace(self, **changes: Any) -> DQNConfig:
         """A copy with some fields changed."""

@@ -1,0 +1,18 @@
+"""Soft actor-critic with truncation-correct targets, on the shared off-policy driver."""
+
+from rollax.agents.sac.agent import SAC, SACHyperParams, SACLearner, make_sac
+from rollax.agents.sac.config import PRESETS, SACConfig
+from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
+
+__all__ = [
+    "PRESETS",
+    "SAC",
+    "SACConfig",
+    "SACHyperParams",
+    "SACLearner",
+    "make_sac",
+    "sac_actor_loss",
+    "sac_alpha_loss",
+    "sac_critic_loss",
+    "soft_target",
+]

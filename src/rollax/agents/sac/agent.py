@@ -1,0 +1,325 @@
+"""SAC as pieces for the shared training layer: ``make_sac(config, env) -> Agent``.
+
+The learner holds a squashed-Gaussian actor, twin critics with their targets, the entropy
+temperature and three Adam states for one seed; the shared off-policy driver acts with it
+into the replay buffer and calls ``learn`` for each gradient step. Each step updates the
+temperature, the critics (soft targets from windows of ``n_step`` transitions: sums stop at
+a termination, a truncation bootstraps from its true final observation), then the actor,
+then the target critics (Polyak averaging), in Stable-Baselines3's order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rollax._struct import pytree_dataclass
+from rollax.agents._offpolicy import (
+    OffPolicyState,
+    init_offpolicy_state,
+    make_offpolicy_iteration,
+)
+from rollax.agents.sac.config import SACConfig
+from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
+from rollax.buffers import SequenceBuffer, Transition
+from rollax.envs import EnvParams, VecEnv
+from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
+from rollax.ops import normalize_observation, nstep_return
+from rollax.spaces import Box, is_image_key, observation_spec
+from rollax.training import Agent, build_agent, feedforward_policy, training_env
+from rollax.types import PRNGKey
+
+__all__ = ["SAC", "SACHyperParams", "SACLearner", "make_sac"]
+
+
+@pytree_dataclass
+class SACHyperParams:
+    """Hyperparameters as data (one value per seed): changing them does not recompile.
+
+    Attributes:
+        learning_rate: Adam's learning rate (actor, critics, temperature).
+        gamma: Discount.
+        tau: Weight of the online critics in each target update.
+        target_entropy: The entropy the temperature steers the policy towards.
+    """
+
+    learning_rate: jax.Array
+    gamma: jax.Array
+    tau: jax.Array
+    target_entropy: jax.Array
+
+
+@pytree_dataclass
+class SACLearner:
+    """One seed's SAC learner.
+
+    Attributes:
+        params: ``{"actor", "critic", "log_alpha"}``: the trained parameters.
+        target_critic: The target critics' parameters.
+        actor_opt: Adam's state for the actor.
+        critic_opt: Adam's state for the critics.
+        alpha_opt: Adam's state for ``log_alpha``.
+        hparams: :class:`SACHyperParams`.
+    """
+
+    params: dict[str, Any]
+    target_critic: Any
+    actor_opt: Any
+    critic_opt: Any
+    alpha_opt: Any
+    hparams: SACHyperParams
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SAC(Agent):
+    """SAC as an :class:`~rollax.training.Agent`, plus its critics for inspection.
+
+    Attributes:
+        q_values: ``(state, obs, action) -> q``: every seed's twin critics, float32
+            ``(num_seeds, 2, B)`` for observations ``(num_seeds, B, ...)`` (raw) and actions
+            ``(num_seeds, B, action_dim)``.
+    """
+
+    q_values: Any = None
+
+
+def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
+    """Build SAC for an environment with box actions (any bounds).
+
+    Args:
+        config: The configuration; checked here, before anything compiles.
+        env: A registered id (built with ``num_envs = num_seeds * num_envs``) or a
+            ``VecEnv`` with exactly that many environments.
+        **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
+
+    Raises:
+        ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, or an
+            environment whose actions are not a bounded 1-D box.
+    """
+    config.validate()
+    env = training_env("make_sac", env, config.num_seeds * config.num_envs, **make_options)
+    space = env.action_space
+    if not isinstance(space, Box) or len(space.shape) != 1:
+        raise ValueError(
+            f"make_sac: SAC acts in a 1-D box of continuous actions; {env.env_id} has "
+            f"{space!r}. Use DQN (rollax.agents.dqn) for discrete actions."
+        )
+    low = jnp.asarray(space.low, jnp.float32) * jnp.ones(space.shape, jnp.float32)
+    high = jnp.asarray(space.high, jnp.float32) * jnp.ones(space.shape, jnp.float32)
+    if not (jnp.isfinite(low).all() and jnp.isfinite(high).all() and (high > low).all()):
+        raise ValueError(
+            f"make_sac: SAC squashes actions into their bounds, so they must be finite with "
+            f"low < high; {env.env_id} has {space!r}."
+        )
+    action_dim = int(space.shape[0])
+    obs_spec = observation_spec(env.observation_space, "make_sac: SAC")
+    image_shapes = (
+        {k: s.shape for k, s in obs_spec.items() if is_image_key(k)}
+        if isinstance(obs_spec, dict)
+        else None
+    )
+    actor = SquashedGaussianActor(
+        action_dim=action_dim,
+        hidden_sizes=tuple(config.hidden_sizes),
+        activation=config.activation,
+        image_shapes=image_shapes,
+        layer_norm=config.encoder_layer_norm,
+    )
+    critic = DoubleQ(
+        hidden_sizes=tuple(config.hidden_sizes),
+        activation=config.activation,
+        image_shapes=image_shapes,
+        layer_norm=config.encoder_layer_norm,
+    )
+    buffer = SequenceBuffer(
+        capacity=config.buffer_size, num_envs=config.num_envs, sequence_length=config.n_step
+    )
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate)
+
+    def policy(params: Any, obs: Any) -> TanhGaussian:
+        mean, log_std = actor.apply(params, obs)
+        return TanhGaussian(mean, log_std, low, high)
+
+    def init_learner(key: PRNGKey) -> SACLearner:
+        k_actor, k_critic = jax.random.split(key)
+        obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
+        params = {
+            "actor": actor.init(k_actor, obs),
+            "critic": critic.init(k_critic, obs, jnp.zeros((action_dim,), jnp.float32)),
+            "log_alpha": jnp.log(jnp.asarray(config.init_alpha, jnp.float32)),
+        }
+
+        def scalar(value: float) -> jax.Array:
+            return jnp.asarray(value, jnp.float32)
+
+        return SACLearner(
+            params=params,
+            target_critic=params["critic"],
+            actor_opt=optimizer.init(params["actor"]),
+            critic_opt=optimizer.init(params["critic"]),
+            alpha_opt=optimizer.init(params["log_alpha"]),
+            hparams=SACHyperParams(
+                learning_rate=scalar(config.learning_rate),
+                gamma=scalar(config.gamma),
+                tau=scalar(config.tau),
+                target_entropy=scalar(-config.target_entropy_scale * action_dim),
+            ),
+        )
+
+    def init(key: PRNGKey, env_params: EnvParams | None = None) -> OffPolicyState:
+        return init_offpolicy_state(
+            key=key,
+            env=env,
+            env_params=env_params,
+            buffer=buffer,
+            obs_spec=obs_spec,
+            num_seeds=config.num_seeds,
+            init_learner=init_learner,
+        )
+
+    def act(learner: SACLearner, obs: Any, key: PRNGKey, env_steps: jax.Array) -> jax.Array:
+        """Policy samples; uniform actions in the box until learning starts."""
+        k_policy, k_uniform = jax.random.split(key)
+        sampled = policy(learner.params["actor"], obs).sample(k_policy)
+        uniform = jax.random.uniform(
+            k_uniform,
+            sampled.shape,
+            jnp.float32,
+            jnp.broadcast_to(low, sampled.shape),
+            jnp.broadcast_to(high, sampled.shape),
+        )
+        return jnp.where(env_steps < config.learning_starts, uniform, sampled)
+
+    def step(opt_state: Any, params: Any, grads: Any, learning_rate: jax.Array) -> tuple[Any, Any]:
+        opt_state = opt_state._replace(
+            hyperparams={**opt_state.hyperparams, "learning_rate": learning_rate}
+        )
+        # optax mixes int32 step counts with float32 (not strict-promotion clean).
+        with jax.numpy_dtype_promotion("standard"):
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    def learn(
+        learner: SACLearner, batch: Transition, weight: jax.Array, key: PRNGKey
+    ) -> tuple[SACLearner, dict[str, jax.Array], jax.Array]:
+        hp, params = learner.hparams, learner.params
+        k_next, k_actor = jax.random.split(key)
+        obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
+        action = batch.action[:, 0]
+        ret = nstep_return(batch.reward, batch.terminated, batch.truncated, hp.gamma)
+        rows = jnp.arange(ret.index.shape[0])
+        next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
+
+        # The temperature, from the current policy's log-probabilities.
+        _, log_prob = policy(params["actor"], obs).sample_and_log_prob(k_actor)
+        alpha_loss, alpha_grad = jax.value_and_grad(sac_alpha_loss)(
+            params["log_alpha"], log_prob, hp.target_entropy
+        )
+        log_alpha, alpha_opt = params["log_alpha"], learner.alpha_opt
+        if config.autotune_alpha:
+            log_alpha, alpha_opt = step(alpha_opt, log_alpha, alpha_grad, hp.learning_rate)
+        alpha = jnp.exp(log_alpha)
+
+        # The critics, towards the soft target.
+        next_action, next_log_prob = policy(params["actor"], next_obs).sample_and_log_prob(k_next)
+        next_q = critic.apply(learner.target_critic, next_obs, next_action)
+        target = soft_target(ret.reward, ret.discount, next_q, next_log_prob, alpha)
+
+        def critic_loss(critic_params: Any) -> tuple[jax.Array, jax.Array]:
+            q = critic.apply(critic_params, obs, action)
+            return sac_critic_loss(q, target), q
+
+        (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
+        critic_params, critic_opt = step(
+            learner.critic_opt, params["critic"], critic_grad, hp.learning_rate
+        )
+
+        # The actor, against the updated critics.
+        def actor_loss(actor_params: Any) -> tuple[jax.Array, jax.Array]:
+            sampled, log_prob = policy(actor_params, obs).sample_and_log_prob(k_actor)
+            q = critic.apply(critic_params, obs, sampled)
+            return sac_actor_loss(q, log_prob, alpha), log_prob
+
+        (pi_loss, log_prob), actor_grad = jax.value_and_grad(actor_loss, has_aux=True)(
+            params["actor"]
+        )
+        actor_params, actor_opt = step(
+            learner.actor_opt, params["actor"], actor_grad, hp.learning_rate
+        )
+        target_critic = jax.tree.map(
+            lambda t, p: hp.tau * p + (1.0 - hp.tau) * t, learner.target_critic, critic_params
+        )
+        learner = learner.replace(
+            params={"actor": actor_params, "critic": critic_params, "log_alpha": log_alpha},
+            target_critic=target_critic,
+            actor_opt=actor_opt,
+            critic_opt=critic_opt,
+            alpha_opt=alpha_opt,
+        )
+        metrics = {
+            "critic_loss": q_loss,
+            "actor_loss": pi_loss,
+            "alpha_loss": alpha_loss,
+            "alpha": alpha,
+            "entropy": -log_prob.mean(),
+            "q_value": q.mean(),
+        }
+        return learner, metrics, jnp.zeros_like(weight)
+
+    iteration = make_offpolicy_iteration(
+        env=env,
+        buffer=buffer,
+        num_seeds=config.num_seeds,
+        num_envs=config.num_envs,
+        train_every=config.train_every,
+        gradient_steps=config.gradient_steps,
+        batch_size=config.batch_size,
+        learning_starts=config.learning_starts,
+        normalize_obs=config.normalize_obs,
+        act=act,
+        learn=learn,
+    )
+
+    def observe(state: OffPolicyState, obs: Any) -> Any:
+        if not config.normalize_obs:
+            return obs
+        return jax.vmap(normalize_observation)(state.obs_stats, obs)
+
+    def policy_act(
+        state: OffPolicyState, obs: Any, key: PRNGKey, deterministic: bool = True
+    ) -> jax.Array:
+        """Every seed's squashed mean action, or a sample.
+
+        ``obs (num_seeds, B, ...) -> actions float32 (num_seeds, B, action_dim)``.
+        """
+
+        def one_seed(learner: SACLearner, obs: Any, key: PRNGKey) -> jax.Array:
+            dist = policy(learner.params["actor"], obs)
+            return dist.mode() if deterministic else dist.sample(key)
+
+        keys = jax.random.split(key, config.num_seeds)
+        return jax.vmap(one_seed)(state.learner, observe(state, obs), keys)
+
+    def q_values(state: OffPolicyState, obs: Any, action: jax.Array) -> jax.Array:
+        def one_seed(learner: SACLearner, obs: Any, action: jax.Array) -> jax.Array:
+            return critic.apply(learner.params["critic"], obs, action)
+
+        return jax.vmap(one_seed)(state.learner, observe(state, obs), action)
+
+    agent = build_agent(
+        name="sac",
+        config=config,
+        env=env,
+        init=init,
+        iteration=iteration,
+        steps_per_iteration=config.steps_per_iteration,
+        unit_name="vectorized steps of num_envs * train_every",
+        metric_names=("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_value"),
+        policy=feedforward_policy(policy_act),
+        with_budget=lambda state, total_steps: state,
+    )
+    return SAC(**vars(agent), q_values=jax.jit(q_values))

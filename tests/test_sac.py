@@ -1,0 +1,169 @@
+"""SAC: its losses and squashed Gaussian by hand, probe environments with known values
+(truncation included), Pendulum, bit-identical resume with the replay buffer, bad input."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+
+from rollax.agents.sac import (
+    SACConfig,
+    make_sac,
+    sac_actor_loss,
+    sac_alpha_loss,
+    sac_critic_loss,
+    soft_target,
+)
+from rollax.checkpoints import Checkpointer
+from rollax.envs import VecEnv
+from rollax.envs.probes import Probe, ProbeParams
+from rollax.networks import TanhGaussian
+
+PROBE = SACConfig(
+    num_envs=4,
+    total_steps=2_000,
+    buffer_size=2_000,
+    learning_starts=200,
+    batch_size=64,
+    learning_rate=3e-3,
+    gamma=0.9,
+    tau=0.05,
+    init_alpha=1e-3,
+    autotune_alpha=False,
+    hidden_sizes=(32, 32),
+    normalize_obs=False,
+)
+
+
+def test_losses_against_hand_computed_values():
+    reward = jnp.asarray([1.0, 2.0])
+    discount = jnp.asarray([0.9, 0.0])  # the second window terminated
+    next_q = jnp.asarray([[3.0, 5.0], [4.0, 1.0]])  # min over critics: 3 and 1
+    next_log_prob = jnp.asarray([-1.0, 0.5])
+    target = soft_target(reward, discount, next_q, next_log_prob, alpha=0.2)
+    np.testing.assert_allclose(target, [1.0 + 0.9 * (3.0 + 0.2), 2.0], rtol=1e-6)
+    q = jnp.asarray([[4.0, 2.0], [3.0, 1.0]])
+    # Critic 1 errors 0.12, 0 -> 0.0072; critic 2 errors -0.88, -1 -> 0.8872; halved.
+    expected = 0.5 * ((0.12**2 + 0.0) / 2 + (0.88**2 + 1.0) / 2)
+    np.testing.assert_allclose(sac_critic_loss(q, target), expected, rtol=1e-5)
+    log_prob = jnp.asarray([-1.0, -2.0])
+    np.testing.assert_allclose(
+        sac_actor_loss(q, log_prob, 0.5), ((0.5 * -1.0 - 3.0) + (0.5 * -2.0 - 1.0)) / 2
+    )
+    # Entropy 1.5 above a target of -1: the loss's gradient lowers log alpha.
+    grad = jax.grad(sac_alpha_loss)(jnp.asarray(0.0), log_prob, -1.0)
+    np.testing.assert_allclose(grad, -((-1.0 - 1.0) + (-2.0 - 1.0)) / 2)
+    assert float(grad) > 0
+
+
+def test_tanh_gaussian_density_by_change_of_variables():
+    mean = jnp.asarray([[0.3, -1.0], [2.5, 0.0]])
+    log_std = jnp.asarray([[-0.5, 0.2], [0.1, -1.0]])
+    low, high = jnp.asarray([-2.0, 0.0]), jnp.asarray([2.0, 1.0])
+    dist = TanhGaussian(mean, log_std, low, high)
+    action, log_prob = dist.sample_and_log_prob(jax.random.key(0))
+    assert (
+        (np.asarray(action) >= np.asarray(low)) & (np.asarray(action) <= np.asarray(high))
+    ).all()
+    # Invert the squashing and apply the change of variables in float64.
+    a = np.asarray(action, np.float64)
+    lo, hi = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    y = np.clip(2 * (a - lo) / (hi - lo) - 1, -1 + 1e-12, 1 - 1e-12)
+    u = np.arctanh(y)
+    density = scipy.stats.norm(np.asarray(mean), np.exp(np.asarray(log_std))).logpdf(u)
+    jacobian = np.log((hi - lo) / 2) + np.log(1 - y**2)
+    np.testing.assert_allclose(log_prob, (density - jacobian).sum(-1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dist.mode(), lo + (np.tanh(np.asarray(mean)) + 1) * (hi - lo) / 2,
+                               rtol=1e-6)  # fmt: skip
+    # Far in the tails tanh rounds to 1; the log-density stays finite.
+    far = TanhGaussian(jnp.full((1, 2), 30.0), jnp.full((1, 2), -5.0), low, high)
+    assert np.isfinite(np.asarray(far.sample_and_log_prob(jax.random.key(1))[1])).all()
+
+
+def _train_on(probe, config=PROBE, params=None):
+    env = VecEnv(probe, config.num_seeds * config.num_envs)
+    agent = make_sac(config, env)
+    state = agent.init(jax.random.key(0), env_params=params)
+    state, metrics = agent.run(state, config.total_steps)
+    assert bool(np.asarray(metrics["finite"]).all())
+    return agent, state
+
+
+def _q(agent, state, obs, action):
+    """Both critics' values for 1-D observations and actions, seed 0: (2, B)."""
+    obs = jnp.asarray(obs, jnp.float32).reshape(1, -1, 1)
+    action = jnp.asarray(action, jnp.float32).reshape(1, -1, 1)
+    return np.asarray(agent.q_values(state, obs, action))[0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "obs", "expected"),
+    [
+        ("one_step", [0.0], [1.0]),
+        ("observation", [1.0, -1.0], [1.0, -1.0]),
+        ("delayed", [0.0, 1.0], [0.9, 1.0]),
+    ],
+)
+def test_sac_learns_the_known_values_of_probe_environments(kind, obs, expected):
+    agent, state = _train_on(Probe(kind, continuous=True))
+    action = np.asarray(agent.policy.act(state, jnp.asarray(obs, jnp.float32).reshape(1, -1, 1),
+                                         (), None, jax.random.key(0), True)[0])  # fmt: skip
+    q = _q(agent, state, obs, action[0])
+    np.testing.assert_allclose(q, np.broadcast_to(expected, q.shape), atol=0.1)
+
+
+def test_sac_learns_an_action_dependent_reward():
+    # Reward a in [-1, 1]: the best action is 1, and Q(0, a) = a.
+    agent, state = _train_on(Probe("action", continuous=True))
+    obs = jnp.zeros((1, 1, 1), jnp.float32)
+    best = float(agent.policy.act(state, obs, (), None, jax.random.key(0), True)[0][0, 0, 0])
+    assert best > 0.9, best
+    np.testing.assert_allclose(_q(agent, state, [0.0], [best]), best, atol=0.1)
+
+
+def test_sac_bootstraps_through_truncation_to_the_infinite_horizon_value():
+    params = ProbeParams(max_episode_steps=np.int32(5))
+    agent, state = _train_on(Probe("truncation", continuous=True), PROBE.replace(total_steps=4_000),
+                             params)  # fmt: skip
+    q = _q(agent, state, [0.0], [0.0])
+    np.testing.assert_allclose(q, 10.0, rtol=0.1)
+
+
+def test_resume_with_the_buffer_is_bit_identical(tmp_path):
+    config = PROBE.replace(num_seeds=2, total_steps=600, learning_starts=100)
+    agent = make_sac(config, "Pendulum-v1")
+    start = agent.init(jax.random.key(4))
+    whole, _ = agent.run(start, 600)
+    half, _ = agent.run(start, 300)
+    checkpoints = Checkpointer(tmp_path / "checkpoints")
+    checkpoints.save(300, half, {})
+    restored, _ = checkpoints.restore(jax.eval_shape(agent.init, jax.random.key(0)))
+    resumed, _ = agent.run(restored, 300)
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(resumed), strict=True):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_bad_input_is_refused_before_compiling():
+    with pytest.raises(ValueError, match="SAC acts in a 1-D box of continuous actions; CartPole"):
+        make_sac(PROBE, "CartPole-v1")
+    with pytest.raises(ValueError, match=r"SACConfig.tau must lie in \[0, 1\], got 2.0"):
+        make_sac(PROBE.replace(tau=2.0), "Pendulum-v1")
+    with pytest.raises(ValueError, match=r"batch_size=4000 exceeds buffer_size=2000"):
+        make_sac(PROBE.replace(batch_size=4000), "Pendulum-v1")
+
+
+@pytest.mark.slow
+def test_sac_solves_pendulum_with_its_preset():
+    from rollax.agents.sac import PRESETS
+
+    config = PRESETS["Pendulum-v1"].replace(num_seeds=2)
+    agent = make_sac(config, "Pendulum-v1")
+    state = agent.init(jax.random.key(0))
+    state, _ = agent.run(state, config.total_steps)
+    returns = np.asarray(agent.evaluate(state, jax.random.key(1), num_episodes=16))
+    assert returns.mean(axis=1).min() >= -250, returns.mean(axis=1)
