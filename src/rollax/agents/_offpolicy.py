@@ -30,7 +30,13 @@ from rollax.envs import EnvParams, EnvState, VecEnv
 from rollax.ops import normalize_observation, observation_stats, update_observation_stats
 from rollax.types import PRNGKey
 
-__all__ = ["OffPolicyState", "init_offpolicy_state", "make_offpolicy_iteration"]
+__all__ = [
+    "OffPolicyState",
+    "init_offpolicy_state",
+    "make_offpolicy_iteration",
+    "observe_seeds",
+    "replay_buffer",
+]
 
 
 @pytree_dataclass
@@ -127,17 +133,32 @@ def init_offpolicy_state(
     )
 
 
+def replay_buffer(config: Any) -> SequenceBuffer:
+    """Each seed's replay buffer, sized by an off-policy config.
+
+    ``buffer_size`` transitions from ``num_envs`` environments, sampled as windows of
+    ``n_step`` transitions (prioritized when the config has ``prioritized``).
+    """
+    return SequenceBuffer(
+        capacity=config.buffer_size,
+        num_envs=config.num_envs,
+        sequence_length=config.n_step,
+        prioritized=getattr(config, "prioritized", False),
+        priority_exponent=getattr(config, "priority_exponent", 0.6),
+    )
+
+
+def observe_seeds(state: OffPolicyState, obs: Any, normalize: bool) -> Any:
+    """Observations ``(num_seeds, B, ...)`` as each seed's learner sees them."""
+    if not normalize:
+        return obs
+    return jax.vmap(normalize_observation)(state.obs_stats, obs)
+
+
 def make_offpolicy_iteration(
-    *,
+    config: Any,
     env: VecEnv,
     buffer: SequenceBuffer,
-    num_seeds: int,
-    num_envs: int,
-    train_every: int,
-    gradient_steps: int,
-    batch_size: int,
-    learning_starts: int,
-    normalize_obs: bool,
     act: Callable[..., jax.Array],
     learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
     importance_exponent: Callable[[Any], jax.Array] | None = None,
@@ -145,16 +166,15 @@ def make_offpolicy_iteration(
     """One iteration of an off-policy agent, for :func:`rollax.training.build_agent`.
 
     Args:
+        config: The agent's configuration, with the fields every off-policy config has:
+            ``num_seeds``, ``num_envs``, ``train_every`` (vectorized steps per iteration,
+            before its learning phase), ``gradient_steps`` (in each learning phase),
+            ``batch_size`` (windows per gradient step), ``learning_starts`` (transitions
+            per seed stored before learning begins) and ``normalize_obs`` (normalize vector
+            observations with running statistics updated from every collected observation;
+            the buffer keeps raw observations).
         env: The training batch.
-        buffer: Each seed's replay (``sequence_length`` is the agent's ``n_step``).
-        num_seeds: Seeds trained at once.
-        num_envs: Environments per seed.
-        train_every: Vectorized steps per iteration, before its learning phase.
-        gradient_steps: Gradient steps in each learning phase.
-        batch_size: Windows per gradient step.
-        learning_starts: Transitions per seed stored before learning begins.
-        normalize_obs: Normalize observations (vector entries) with running statistics,
-            updated from every collected observation; the buffer keeps raw observations.
+        buffer: Each seed's replay (:func:`replay_buffer`).
         act: ``(learner, obs, key, env_steps) -> action`` for one seed: ``obs`` leaves
             ``(num_envs, ...)`` (normalized if asked), ``env_steps`` int32 ``()``.
         learn: ``(learner, batch, weight, key) -> (learner, metrics, priority)`` for one
@@ -170,6 +190,10 @@ def make_offpolicy_iteration(
         ``episodes``, ``return_sum``, the learner's means over the gradient steps, and
         ``learned`` (whether the learning phase ran).
     """
+    num_seeds, num_envs = config.num_seeds, config.num_envs
+    train_every, gradient_steps = config.train_every, config.gradient_steps
+    batch_size, learning_starts = config.batch_size, config.learning_starts
+    normalize_obs = config.normalize_obs
 
     def per_seed(x: jax.Array) -> jax.Array:
         return x.reshape(num_seeds, num_envs, *x.shape[1:])

@@ -21,13 +21,15 @@ from rollax.agents._offpolicy import (
     OffPolicyState,
     init_offpolicy_state,
     make_offpolicy_iteration,
+    observe_seeds,
+    replay_buffer,
 )
 from rollax.agents.dqn.config import DQNConfig
 from rollax.agents.dqn.losses import next_state_value, q_learning_loss
-from rollax.buffers import SequenceBuffer, Transition
+from rollax.buffers import Transition
 from rollax.envs import EnvParams, VecEnv
 from rollax.networks import QNetwork
-from rollax.ops import normalize_observation, nstep_return
+from rollax.ops import nstep_return
 from rollax.spaces import Discrete, is_image_key, observation_spec
 from rollax.training import Agent, build_agent, feedforward_policy, training_env
 from rollax.types import PRNGKey
@@ -130,13 +132,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         else None,
         layer_norm=config.encoder_layer_norm,
     )
-    buffer = SequenceBuffer(
-        capacity=config.buffer_size,
-        num_envs=config.num_envs,
-        sequence_length=config.n_step,
-        prioritized=config.prioritized,
-        priority_exponent=config.priority_exponent,
-    )
+    buffer = replay_buffer(config)
     optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate)
 
     def init_learner(key: PRNGKey) -> DQNLearner:
@@ -234,20 +230,12 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         return learner, metrics, jnp.abs(td_error)
 
     iteration = make_offpolicy_iteration(
-        env=env,
-        buffer=buffer,
-        num_seeds=config.num_seeds,
-        num_envs=config.num_envs,
-        train_every=config.train_every,
-        gradient_steps=config.gradient_steps,
-        batch_size=config.batch_size,
-        learning_starts=config.learning_starts,
-        normalize_obs=config.normalize_obs,
-        act=act,
-        learn=learn,
-        importance_exponent=(lambda learner: learner.hparams.importance_exponent)
-        if config.prioritized
-        else None,
+        config,
+        env,
+        buffer,
+        act,
+        learn,
+        (lambda learner: learner.hparams.importance_exponent) if config.prioritized else None,
     )
 
     def policy_act(
@@ -258,14 +246,13 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         ``obs (num_seeds, B, ...) -> actions int32 (num_seeds, B)``.
         """
 
-        def one_seed(learner: DQNLearner, stats: Any, obs: Any, key: PRNGKey) -> jax.Array:
-            if config.normalize_obs:
-                obs = normalize_observation(stats, obs)
+        def one_seed(learner: DQNLearner, obs: Any, key: PRNGKey) -> jax.Array:
             eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
             return epsilon_greedy(learner.params, obs, key, eps)
 
         keys = jax.random.split(key, config.num_seeds)
-        return jax.vmap(one_seed)(state.learner, state.obs_stats, obs, keys)
+        obs = observe_seeds(state, obs, config.normalize_obs)
+        return jax.vmap(one_seed)(state.learner, obs, keys)
 
     def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
         """Stretch the exploration schedule to a new budget."""
@@ -276,12 +263,8 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         )
 
     def q_values(state: OffPolicyState, obs: Any) -> jax.Array:
-        def one_seed(learner: DQNLearner, stats: Any, obs: Any) -> jax.Array:
-            if config.normalize_obs:
-                obs = normalize_observation(stats, obs)
-            return network.apply(learner.params, obs)
-
-        return jax.vmap(one_seed)(state.learner, state.obs_stats, obs)
+        obs = observe_seeds(state, obs, config.normalize_obs)
+        return jax.vmap(lambda learner, obs: network.apply(learner.params, obs))(state.learner, obs)
 
     agent = build_agent(
         name="dqn",

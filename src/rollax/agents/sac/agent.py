@@ -22,13 +22,15 @@ from rollax.agents._offpolicy import (
     OffPolicyState,
     init_offpolicy_state,
     make_offpolicy_iteration,
+    observe_seeds,
+    replay_buffer,
 )
 from rollax.agents.sac.config import SACConfig
 from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
-from rollax.buffers import SequenceBuffer, Transition
+from rollax.buffers import Transition
 from rollax.envs import EnvParams, VecEnv
 from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
-from rollax.ops import normalize_observation, nstep_return
+from rollax.ops import nstep_return
 from rollax.spaces import Box, is_image_key, observation_spec
 from rollax.training import Agent, build_agent, feedforward_policy, training_env
 from rollax.types import PRNGKey
@@ -135,9 +137,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         image_shapes=image_shapes,
         layer_norm=config.encoder_layer_norm,
     )
-    buffer = SequenceBuffer(
-        capacity=config.buffer_size, num_envs=config.num_envs, sequence_length=config.n_step
-    )
+    buffer = replay_buffer(config)
     optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate)
 
     def policy(params: Any, obs: Any) -> TanhGaussian:
@@ -270,24 +270,10 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         }
         return learner, metrics, jnp.zeros_like(weight)
 
-    iteration = make_offpolicy_iteration(
-        env=env,
-        buffer=buffer,
-        num_seeds=config.num_seeds,
-        num_envs=config.num_envs,
-        train_every=config.train_every,
-        gradient_steps=config.gradient_steps,
-        batch_size=config.batch_size,
-        learning_starts=config.learning_starts,
-        normalize_obs=config.normalize_obs,
-        act=act,
-        learn=learn,
-    )
+    iteration = make_offpolicy_iteration(config, env, buffer, act, learn)
 
     def observe(state: OffPolicyState, obs: Any) -> Any:
-        if not config.normalize_obs:
-            return obs
-        return jax.vmap(normalize_observation)(state.obs_stats, obs)
+        return observe_seeds(state, obs, config.normalize_obs)
 
     def policy_act(
         state: OffPolicyState, obs: Any, key: PRNGKey, deterministic: bool = True
