@@ -27,3 +27,31 @@ def test_torch_ppo_through_the_gymnasium_adapter_learns_cartpole():
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("eval_return=")
     assert float(last.removeprefix("eval_return=")) >= 100, result.stdout
+
+
+@pytest.mark.slow
+def test_single_file_dqn_learns_cartpole():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "dqn_cartpole.py"), "--eval-episodes", "16"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("eval_return=")
+    assert float(last.removeprefix("eval_return=")) >= 475, result.stdout
+
+
+@pytest.mark.slow
+def test_single_file_sac_learns_pendulum():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "sac_pendulum.py"), "--eval-episodes", "16"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("eval_return=")
+    assert float(last.removeprefix("eval_return=")) >= -250, result.stdout

@@ -116,7 +116,15 @@ class TanhGaussian:
 
     def sample_and_log_prob(self, seed: jax.Array) -> tuple[jax.Array, jax.Array]:
         """A sample float ``(..., D)`` in the box and its log-density ``(...)``."""
-        u = DiagGaussian(self.mean, self.log_std).sample(seed)
+        return self.from_noise(jax.random.normal(seed, self.mean.shape, self.mean.dtype))
+
+    def from_noise(self, noise: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """The sample made from standard normal ``noise`` ``(..., D)``, and its log-density.
+
+        Differentiable in ``mean`` and ``log_std`` (the reparameterization), so one draw of
+        noise can serve several losses without drawing (or reusing a key) again.
+        """
+        u = self.mean + jnp.exp(self.log_std) * noise
         log_prob = DiagGaussian(self.mean, self.log_std).log_prob(u)
         log_det = 2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u))
         low, high = self._bounds(u.shape)

@@ -214,8 +214,11 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         rows = jnp.arange(ret.index.shape[0])
         next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
 
+        # One draw of the policy's noise serves the temperature's and the actor's losses.
+        noise = jax.random.normal(k_actor, action.shape, jnp.float32)
+
         # The temperature, from the current policy's log-probabilities.
-        _, log_prob = policy(params["actor"], obs).sample_and_log_prob(k_actor)
+        _, log_prob = policy(params["actor"], obs).from_noise(noise)
         alpha_loss, alpha_grad = jax.value_and_grad(sac_alpha_loss)(
             params["log_alpha"], log_prob, hp.target_entropy
         )
@@ -240,7 +243,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
         # The actor, against the updated critics.
         def actor_loss(actor_params: Any) -> tuple[jax.Array, jax.Array]:
-            sampled, log_prob = policy(actor_params, obs).sample_and_log_prob(k_actor)
+            sampled, log_prob = policy(actor_params, obs).from_noise(noise)
             q = critic.apply(critic_params, obs, sampled)
             return sac_actor_loss(q, log_prob, alpha), log_prob
 
