@@ -172,3 +172,20 @@ def test_dqn_solves_cartpole_with_its_preset():
     state, _ = agent.run(state, config.total_steps)
     returns = np.asarray(agent.evaluate(state, jax.random.key(1), num_episodes=32))
     assert returns.mean(axis=1).min() >= 475, returns.mean(axis=1)
+
+
+def test_checkpoints_can_leave_the_buffer_out_and_resume_refills_it(tmp_path):
+    config = PROBE.replace(total_steps=800, learning_starts=200, checkpoint_buffer=False)
+    agent = make_dqn(config, "CartPole-v1")
+    state, _ = agent.run(agent.init(jax.random.key(0)), 400)
+    checkpoints = Checkpointer(tmp_path / "checkpoints")
+    checkpoints.save(400, agent.to_checkpoint(state), {})
+    template = jax.eval_shape(lambda k: agent.to_checkpoint(agent.init(k)), jax.random.key(0))
+    restored = agent.from_checkpoint(checkpoints.restore(template)[0])
+    assert int(restored.buffer.steps[0]) == 0  # the buffer starts empty ...
+    for a, b in zip(jax.tree.leaves(state.learner), jax.tree.leaves(restored.learner), strict=True):
+        np.testing.assert_array_equal(a, b)  # ... and everything else is restored
+    # Learning pauses until learning_starts transitions are stored again: 50 vectorized
+    # steps of 4 environments, the last of which learns once.
+    resumed, _ = agent.run(restored, 200)
+    assert int(resumed.updates) == int(state.updates) + 1

@@ -32,6 +32,8 @@ from rollax.types import PRNGKey
 
 __all__ = [
     "OffPolicyState",
+    "checkpoint_hooks",
+    "empty_buffers",
     "init_offpolicy_state",
     "make_offpolicy_iteration",
     "observe_seeds",
@@ -89,6 +91,36 @@ def transition_example(obs_spec: Any, env: VecEnv) -> Transition:
     )
 
 
+def empty_buffers(
+    buffer: SequenceBuffer, obs_spec: Any, env: VecEnv, num_seeds: int
+) -> BufferState:
+    """Every seed's replay, empty (leaves with a leading ``(num_seeds,)`` axis)."""
+    example = transition_example(obs_spec, env)
+    return jax.vmap(lambda _: buffer.init(example))(jnp.arange(num_seeds))
+
+
+def checkpoint_hooks(
+    config: Any, buffer: SequenceBuffer, obs_spec: Any, env: VecEnv
+) -> tuple[Any, Any]:
+    """``(to_checkpoint, from_checkpoint)`` for :func:`rollax.training.build_agent`.
+
+    With ``config.checkpoint_buffer`` the whole state is kept. Without it, checkpoints leave
+    the replay buffer out and a restored state starts from empty buffers: learning pauses
+    until ``learning_starts`` transitions are stored again, and the run is not bit-identical
+    to one that never stopped.
+    """
+    if config.checkpoint_buffer:
+        return None, None
+
+    def to_checkpoint(state: OffPolicyState) -> OffPolicyState:
+        return state.replace(buffer=None)
+
+    def from_checkpoint(saved: OffPolicyState) -> OffPolicyState:
+        return saved.replace(buffer=empty_buffers(buffer, obs_spec, env, config.num_seeds))
+
+    return to_checkpoint, from_checkpoint
+
+
 def init_offpolicy_state(
     *,
     key: PRNGKey,
@@ -119,10 +151,9 @@ def init_offpolicy_state(
         return init_learner(k_learner), key
 
     learner, keys = jax.vmap(one_seed)(jax.random.split(k_seeds, num_seeds))
-    example = transition_example(obs_spec, env)
     return OffPolicyState(
         learner=learner,
-        buffer=jax.vmap(lambda _: buffer.init(example))(jnp.arange(num_seeds)),
+        buffer=empty_buffers(buffer, obs_spec, env, num_seeds),
         obs_stats=jax.vmap(lambda _: observation_stats(obs_spec))(jnp.arange(num_seeds)),
         env_state=env_state,
         obs=ts.obs,
@@ -270,7 +301,9 @@ def make_offpolicy_iteration(
 
     def iteration(state: OffPolicyState) -> tuple[OffPolicyState, dict[str, jax.Array]]:
         state, (ended, returns) = jax.lax.scan(env_step, state, None, train_every)
-        learning = state.env_steps >= learning_starts
+        # Transitions stored (the same for every seed): a buffer left out of a checkpoint
+        # refills before learning goes on.
+        learning = buffer.size(jax.tree.map(lambda x: x[0], state.buffer)) >= learning_starts
         skipped = jax.eval_shape(learning_phase, state)[3]
 
         def skip(state: OffPolicyState) -> tuple:

@@ -104,6 +104,10 @@ class Agent:
         with_budget: ``(state, total_steps) -> state`` for a new budget on resume.
         warmup: ``(evaluations=()) -> None``: compile ``init``, ``run`` and ``evaluate``
             for each ``(num_episodes, deterministic)`` side by side before first use.
+        to_checkpoint: ``state -> saved``: what a checkpoint keeps of the state (all of it,
+            unless the agent leaves something out, e.g. a replay buffer too large to save).
+        from_checkpoint: ``saved -> state``: the state again from what was kept (parts left
+            out start afresh).
     """
 
     name: str
@@ -117,6 +121,8 @@ class Agent:
     steps_per_iteration: int
     with_budget: Callable[[Any, int], Any]
     warmup: Callable[..., None]
+    to_checkpoint: Callable[[Any], Any] = lambda state: state
+    from_checkpoint: Callable[[Any], Any] = lambda saved: saved
 
     @property
     def num_seeds(self) -> int:
@@ -212,6 +218,8 @@ def build_agent(
     metric_names: Sequence[str],
     policy: Policy,
     with_budget: Callable[[Any, int], Any],
+    to_checkpoint: Callable[[Any], Any] | None = None,
+    from_checkpoint: Callable[[Any], Any] | None = None,
 ) -> Agent:
     """Compose an algorithm's pure pieces into an :class:`Agent`.
 
@@ -228,6 +236,8 @@ def build_agent(
         metric_names: The agent's own metrics.
         policy: Its policy for evaluation and video.
         with_budget: Its resume hook for a new budget.
+        to_checkpoint: What a checkpoint keeps of the state (``None``: all of it).
+        from_checkpoint: The state again from what a checkpoint kept (``None``: as kept).
     """
     seeds = int(config.num_seeds)
     metric_names = tuple(metric_names)
@@ -319,4 +329,6 @@ def build_agent(
         steps_per_iteration=int(steps_per_iteration),
         with_budget=with_budget,
         warmup=warmup,
+        to_checkpoint=to_checkpoint or (lambda state: state),
+        from_checkpoint=from_checkpoint or (lambda saved: saved),
     )

@@ -190,5 +190,5 @@ def _row(run: Run, metrics: dict, seconds: float, chunk: int, returns: float | N
 
 
 def _checkpoint(run: Run) -> None:
-    run.checkpoints.save(run.env_steps, run.state, run.config_json())
+    run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
     plot_curve(run.directory.path)

@@ -229,7 +229,9 @@ def load_run(
         # Stopped before its first checkpoint: nothing was trained, so start it afresh.
         state = agent.init(run_keys(run_config.seed).init)
     else:
-        state, _ = checkpoints.restore(jax.eval_shape(agent.init, jax.random.key(0)))
+        template = jax.eval_shape(lambda k: agent.to_checkpoint(agent.init(k)), jax.random.key(0))
+        saved, _ = checkpoints.restore(template)
+        state = agent.from_checkpoint(saved)
     done = int(state.env_steps)
     if config.total_steps < done:
         raise ValueError(

@@ -87,6 +87,12 @@ def check_replay(config: Any) -> None:
             f"windows of n_step={config.n_step}; use buffer_size >= "
             f"{2 * config.n_step * config.num_envs}."
         )
+    if config.learning_starts > config.buffer_size:
+        raise ValueError(
+            f"{name}.learning_starts={config.learning_starts} exceeds buffer_size="
+            f"{config.buffer_size}: learning starts once that many transitions are stored; "
+            f"use learning_starts <= {config.buffer_size}."
+        )
     if config.batch_size > config.buffer_size:
         raise ValueError(
             f"{name}.batch_size={config.batch_size} exceeds buffer_size="

@@ -19,6 +19,7 @@ import optax
 from rollax._struct import pytree_dataclass
 from rollax.agents._offpolicy import (
     OffPolicyState,
+    checkpoint_hooks,
     init_offpolicy_state,
     make_offpolicy_iteration,
     observe_seeds,
@@ -266,6 +267,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         obs = observe_seeds(state, obs, config.normalize_obs)
         return jax.vmap(lambda learner, obs: network.apply(learner.params, obs))(state.learner, obs)
 
+    to_checkpoint, from_checkpoint = checkpoint_hooks(config, buffer, obs_spec, env)
     agent = build_agent(
         name="dqn",
         config=config,
@@ -277,5 +279,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         metric_names=("td_loss", "q_value"),
         policy=feedforward_policy(policy_act),
         with_budget=with_budget,
+        to_checkpoint=to_checkpoint,
+        from_checkpoint=from_checkpoint,
     )
     return DQN(**vars(agent), q_values=jax.jit(q_values))

@@ -20,6 +20,7 @@ import optax
 from rollax._struct import pytree_dataclass
 from rollax.agents._offpolicy import (
     OffPolicyState,
+    checkpoint_hooks,
     init_offpolicy_state,
     make_offpolicy_iteration,
     observe_seeds,
@@ -299,6 +300,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
         return jax.vmap(one_seed)(state.learner, observe(state, obs), action)
 
+    to_checkpoint, from_checkpoint = checkpoint_hooks(config, buffer, obs_spec, env)
     agent = build_agent(
         name="sac",
         config=config,
@@ -310,5 +312,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         metric_names=("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_value"),
         policy=feedforward_policy(policy_act),
         with_budget=lambda state, total_steps: state,
+        to_checkpoint=to_checkpoint,
+        from_checkpoint=from_checkpoint,
     )
     return SAC(**vars(agent), q_values=jax.jit(q_values))

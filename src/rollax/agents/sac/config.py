@@ -67,6 +67,10 @@ class SACConfig:
     """Normalize observations with running statistics kept in the training state."""
     num_seeds: int = 1
     """Independent seeds trained at once in one compiled program."""
+    checkpoint_buffer: bool = True
+    """Keep the replay buffer in checkpoints, so resuming is bit-identical. Off (for buffers
+    too large to save): checkpoints leave it out, and a resumed run refills it before
+    learning goes on; it is then not bit-identical to a run that never stopped."""
 
     @property
     def steps_per_iteration(self) -> int:
