@@ -47,12 +47,24 @@ warm-up run (which compiles):
     are host figures: on a GPU the storage lives in device memory, given as
     ``device_peak_bytes`` where JAX reports it.
 
+Successors (``next_obs``), rollax against itself: the same items with a ``next_obs`` added
+(one episode end per ``EPISODE_LENGTH`` steps of each environment, a truncation, so the true
+final observation matters), in ``TransitionBuffer`` (``next_obs`` stored next to ``obs``)
+and ``TransitionBuffer(compact=True)`` (each observation stored once, final observations on
+the side). Reported: ``add_per_call``, ``add_scan``, ``sample`` (L=1), ``sample_sequence``
+(``SequenceBuffer`` windows of ``--nstep`` steps, what an n-step learner samples),
+``storage_bytes``, ``one_copy_bytes`` (capacity x the bytes of obs, action, reward and the
+two flags) and ``over_one_copy``, and the same fill's peak resident memory. Ratios there are
+compact / full (above 1: compact faster, or larger). flashbax's flat buffer also stores each
+observation once, but reads ``obs[t + 1]`` as the successor, the next episode's first
+observation at an episode end.
+
 Every ``ratio`` is rollax / flashbax (above 1: rollax faster, or for memory, larger). The
 last line printed is one JSON object with every figure.
 
 Usage:
     python benchmarks/buffers.py [--num-envs 256] [--repeats 5] [--calls 100]
-        [--scan-steps 100] [--kinds vector image] [--quick] [--no-memory]
+        [--scan-steps 100] [--kinds vector image] [--quick] [--no-memory] [--nstep 3]
 """
 
 from __future__ import annotations
@@ -78,6 +90,7 @@ from _common import median_seconds
 OBS = {"vector": ((4,), jnp.float32), "image": ((84, 84, 3), jnp.uint8)}
 FULL = {"vector_capacity": 1_000_000, "image_capacity": 100_000, "calls": 100, "scan_steps": 100}
 IN_FLIGHT = 4  # sample calls queued at most before the oldest is waited for
+EPISODE_LENGTH = 100  # steps per episode of every environment in the successor items
 QUICK = {"vector_capacity": 64, "image_capacity": 48, "calls": 5, "scan_steps": 16}  # per env
 FIGURES = [
     ("add_per_call", "add, per call", "transitions/s"),
@@ -191,6 +204,133 @@ def flashbax_buffers(capacity: int, num_envs: int, batch: int, length: int) -> S
 
 
 BUFFERS = {"rollax": rollax_buffers, "flashbax": flashbax_buffers}
+
+
+# ---------------------------------------------------------------------------- successors
+def successor_item(kind: str) -> dict[str, jax.Array]:
+    """One step of one environment with its ``next_obs``."""
+    item = example_item(kind)
+    return {**item, "next_obs": item["obs"]}
+
+
+def successor_batch(kind: str, num_envs: int) -> dict[str, jax.Array]:
+    """One step of every environment with ``next_obs``: leaves ``(num_envs, ...)``."""
+    item = successor_item(kind)
+    return jax.tree.map(lambda x: jnp.ones((num_envs, *x.shape), x.dtype), item)
+
+
+def with_episode_ends(add: Callable, num_envs: int) -> Callable:
+    """``add`` of items whose ``truncated`` flag ends each environment's episodes every
+    ``EPISODE_LENGTH`` steps (staggered over environments), counted from the state."""
+    offset = jnp.arange(num_envs, dtype=jnp.int32)
+
+    def add_step(state: Any, batch: dict) -> Any:
+        truncated = (state.steps + offset) % EPISODE_LENGTH == EPISODE_LENGTH - 1
+        return add(
+            state, {**batch, "terminated": jnp.zeros_like(truncated), "truncated": truncated}
+        )
+
+    return add_step
+
+
+def successor_buffers(compact: bool, capacity: int, num_envs: int, batch: int, nstep: int):
+    """A transition buffer (full or compact) and its n-step sampler, as the benchmark uses."""
+    from rollax.buffers import SequenceBuffer, TransitionBuffer
+
+    # One state serves both samplers, so both keep the same final observations.
+    slots = max(nstep, capacity // num_envs // 64) if compact else None
+    flat = TransitionBuffer(
+        capacity=capacity, num_envs=num_envs, compact=compact, final_obs_slots=slots
+    )
+    seq = SequenceBuffer(
+        capacity=capacity,
+        num_envs=num_envs,
+        sequence_length=nstep,
+        compact=compact,
+        final_obs_slots=slots,
+    )
+    sample = jax.jit(flat.sample, static_argnames="batch_size")
+    sample_seq = jax.jit(seq.sample, static_argnames="batch_size")
+    return SimpleNamespace(
+        init=flat.init,
+        add=with_episode_ends(flat.add, num_envs),
+        sample=lambda state, key: sample(state, key, batch_size=batch),
+        sample_sequence=lambda state, key: sample_seq(state, key, batch_size=batch),
+    )
+
+
+SUCCESSOR_FIGURES = [
+    ("add_per_call", "add, per call", "transitions/s"),
+    ("add_scan", "add, lax.scan", "transitions/s"),
+    ("sample", "sample L=1", "transitions/s"),
+    ("sample_sequence", "sample n-step windows", "windows/s"),
+]
+
+
+def bench_successors(kind: str, args: argparse.Namespace, capacity: int) -> dict:
+    """Full against compact transition buffers: throughput and storage."""
+    keys = list(jax.random.split(jax.random.key(0), args.calls))
+    shape, dtype = OBS[kind]
+    item_bytes = math.prod(shape) * jnp.dtype(dtype).itemsize + 4 + 4 + 1 + 1
+    table: dict[str, Any] = {"one_copy_bytes": capacity * item_bytes}
+    for variant in ("full", "compact"):
+        table[variant] = _bench_successor_variant(variant, kind, args, capacity, keys)
+        table[variant]["over_one_copy"] = table[variant]["storage_bytes"] / table["one_copy_bytes"]
+    table["ratio"] = {
+        key: table["compact"][key] / table["full"][key]
+        for key in ("storage_bytes", *(k for k, _, _ in SUCCESSOR_FIGURES))
+    }
+    return table
+
+
+def _bench_successor_variant(
+    variant: str, kind: str, args: argparse.Namespace, capacity: int, keys: list
+) -> dict:
+    """Throughput and storage of the full or the compact transition buffer."""
+    n, calls, steps, batch_size = args.num_envs, args.calls, args.scan_steps, args.batch_size
+    batch = successor_batch(kind, n)
+    buffers = successor_buffers(variant == "compact", capacity, n, batch_size, args.nstep)
+    carried = Carried(jax.jit(buffers.init)(successor_item(kind)))
+    row: dict[str, float] = {"storage_bytes": nbytes(carried.state)}
+    seconds = add_per_call(buffers.add, carried, batch, calls, args.repeats)
+    row["add_per_call"] = calls * n / seconds
+    add_many = scan_adder(buffers.add, steps)
+    seconds = median_seconds(lambda: _rebind(add_many, carried, batch), args.repeats)
+    row["add_scan"] = steps * n / seconds
+    fill(add_many, carried, batch, steps, capacity // n)
+    seconds = sample_seconds(buffers.sample, carried.state, keys, args.repeats)
+    row["sample"] = calls * batch_size / seconds
+    seconds = sample_seconds(buffers.sample_sequence, carried.state, keys, args.repeats)
+    row["sample_sequence"] = calls * batch_size / seconds
+    return row
+
+
+def print_successors(kind: str, table: dict, args: argparse.Namespace) -> None:
+    print(
+        f"{kind} with next_obs: one copy of obs + action + reward + flags = "
+        f"{_mib(table['one_copy_bytes'])}; n-step windows of {args.nstep}"
+    )
+    print(f"  {'figure':42s} {'full':>16s} {'compact':>16s} {'compact/full':>13s}")
+    for key in ("storage_bytes",):
+        f, c = table["full"][key], table["compact"][key]
+        print(f"  {'storage':42s} {_mib(f):>16s} {_mib(c):>16s} {table['ratio'][key]:>12.2f}x")
+        print(
+            f"  {'  over one copy':42s} {table['full']['over_one_copy']:>15.3f}x "
+            f"{table['compact']['over_one_copy']:>15.3f}x"
+        )
+    for key, label, unit in SUCCESSOR_FIGURES:
+        name = f"{label} ({unit})"
+        f, c = table["full"][key], table["compact"][key]
+        print(f"  {name:42s} {f:>16,.0f} {c:>16,.0f} {table['ratio'][key]:>12.2f}x")
+    if "memory" in table["full"]:
+        f, c = table["full"]["memory"], table["compact"]["memory"]
+        ratio = c["peak_bytes"] / f["peak_bytes"] if f["peak_bytes"] > 0 else float("nan")
+        table["ratio"]["memory"] = ratio
+        print(
+            f"  {'peak RSS, donated add':42s} {_mib(f['peak_bytes']):>16s} "
+            f"{_mib(c['peak_bytes']):>16s} {ratio:>12.2f}x"
+        )
+    sys.stdout.flush()
 
 
 # ---------------------------------------------------------------------------- timing
@@ -343,8 +483,12 @@ def memory_child(lib: str, kind: str, donate: bool, args: argparse.Namespace) ->
     """Fill one transition buffer in this (fresh) process; print its memory as one JSON line."""
     capacity = _capacities(args)[kind]
     n = args.num_envs
-    buffers = BUFFERS[lib](capacity, n, min(args.batch_size, capacity), 1)
-    example, batch = example_item(kind), step_batch(kind, n)
+    if lib in ("full", "compact"):
+        buffers = successor_buffers(lib == "compact", capacity, n, args.batch_size, 1)
+        example, batch = successor_item(kind), successor_batch(kind, n)
+    else:
+        buffers = BUFFERS[lib](capacity, n, min(args.batch_size, capacity), 1)
+        example, batch = example_item(kind), step_batch(kind, n)
     spec = jax.eval_shape(buffers.init, example)
     init = jax.jit(buffers.init).lower(example).compile()
     add = jax.jit(buffers.add, donate_argnums=0).lower(spec, batch).compile()
@@ -449,6 +593,7 @@ def main() -> None:
     parser.add_argument("--scan-steps", type=int, help="adds per timed lax.scan (default 100)")
     parser.add_argument("--batch-size", type=int, default=256, help="sampled per call")
     parser.add_argument("--sequence-length", type=int, default=40)
+    parser.add_argument("--nstep", type=int, default=3, help="window of the successor rows")
     parser.add_argument("--vector-capacity", type=int, help="transitions (default 1,000,000)")
     parser.add_argument("--image-capacity", type=int, help="transitions (default 100,000)")
     parser.add_argument("--kinds", nargs="+", choices=list(OBS), default=list(OBS))
@@ -483,6 +628,8 @@ def main() -> None:
                 memory[lib, kind, "memory"] = measure_memory(lib, kind, True, args)
                 if kind == "image":
                     memory[lib, kind, "memory_no_donate"] = measure_memory(lib, kind, False, args)
+            for variant in ("full", "compact"):
+                memory[variant, kind, "memory"] = measure_memory(variant, kind, True, args)
 
     results: dict[str, dict] = {}
     for kind in args.kinds:
@@ -500,6 +647,12 @@ def main() -> None:
         table["ratio"] = ratio
         results[kind] = table
         print_kind(kind, table, args)
+        successors = bench_successors(kind, args, capacities[kind])
+        for variant in ("full", "compact"):
+            if (variant, kind, "memory") in memory:
+                successors[variant]["memory"] = memory[variant, kind, "memory"]
+        print_successors(kind, successors, args)
+        table["successors"] = successors
     print(
         json.dumps(
             {

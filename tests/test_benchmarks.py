@@ -77,6 +77,10 @@ def test_buffers_benchmark_ends_with_json():
         assert figures | {"prioritized_sample", "memory", "memory_no_donate"} <= set(table[lib])
         assert table[lib]["memory"]["storage_bytes"] == table[lib]["storage_bytes"]
     assert figures | {"memory", "memory_no_donate"} <= set(table["ratio"])
+    successors = table["successors"]
+    for variant in ("full", "compact"):
+        assert {"add_per_call", "sample", "sample_sequence", "memory"} <= set(successors[variant])
+    assert successors["compact"]["storage_bytes"] < successors["full"]["storage_bytes"]
 
 
 @pytest.mark.slow

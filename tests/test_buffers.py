@@ -260,6 +260,149 @@ def test_state_memory_is_the_stored_bytes_and_add_is_in_place():
     assert int(buffer.size(state)) == 20
 
 
+def _successor_stream(num_envs, num_steps, mean_length, seed):
+    """Steps whose observations name themselves: obs ``[env, t, 0]``; the successor is the
+    next step's obs, except at an episode end, where it is a final observation ``[env, t, 1]``
+    that no later step stores."""
+    stream = _stream(num_envs, num_steps, mean_length, seed)
+    done = stream["terminated"] | stream["truncated"]
+    env = stream["env"].astype(np.float32)
+    t = stream["t"].astype(np.float32)
+    obs = np.stack([env, t, np.zeros_like(t)], -1)
+    following = np.stack([env, t + 1, np.zeros_like(t)], -1)
+    final = np.stack([env, t, np.ones_like(t)], -1)
+    stream["obs"] = obs
+    stream["next_obs"] = np.where(done[..., None], final, following)
+    return stream
+
+
+COMPACT_EXAMPLE = {**EXAMPLE, "obs": jnp.zeros(3), "next_obs": jnp.zeros(3)}
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    num_envs=st.integers(1, 3),
+    per_env=st.sampled_from([4, 6, 8, 12]),
+    length=st.integers(1, 3),
+    extra_slots=st.integers(0, 3),
+    prioritized=st.booleans(),
+    mean_length=st.sampled_from([1.5, 3.0, 8.0]),
+    chunks=st.lists(st.integers(1, 2), min_size=1, max_size=30),
+    seed=st.integers(0, 2**16),
+)
+# Found by hypothesis: in one chunk, a later episode end pushed out the final observation of
+# a step inside a sequence completing in that chunk.
+@example(1, 4, 2, 0, True, 1.5, [1, 1, 1, 1, 2], 3)
+def test_compact_replay_samples_the_true_successor_and_its_bytes_follow_the_formula(
+    num_envs, per_env, length, extra_slots, prioritized, mean_length, chunks, seed
+):
+    _check_compact(num_envs, per_env, length, extra_slots, prioritized, mean_length, chunks, seed)
+
+
+def _check_compact(num_envs, per_env, length, extra_slots, prioritized, mean_length, chunks, seed):
+    length = min(length, per_env)
+    slots = min(length + extra_slots, per_env)
+    chunks = [min(n, slots) for n in chunks]
+    buffer = SequenceBuffer(
+        capacity=num_envs * per_env,
+        num_envs=num_envs,
+        sequence_length=length,
+        prioritized=prioritized,
+        compact=True,
+        final_obs_slots=slots,
+    )
+    stream = _successor_stream(num_envs, sum(chunks), mean_length, seed)
+    state = buffer.init(COMPACT_EXAMPLE)
+    add = jax.jit(buffer.add, donate_argnums=0)
+    steps = 0
+    for n in chunks:
+        piece = {k: v[:, steps : steps + n] for k, v in stream.items()}
+        state = add(state, piece if n > 1 else jax.tree.map(lambda x: x[:, 0], piece))
+        steps += n
+    # The final observations still kept: each environment's last `slots` episode ends.
+    done = stream["terminated"] | stream["truncated"]
+    valid = set()
+    for env in range(num_envs):
+        kept = set(np.flatnonzero(done[env])[-slots:])
+        for start in range(max(0, steps - per_env), steps - length + 1):
+            window = range(start, start + length)
+            if all(not done[env, t] or t in kept for t in window):
+                valid.add((env, start))
+    # The newest sequence is always intact, once `length` steps are stored.
+    assert bool(valid) == (steps >= length) == bool(buffer.can_sample(state))
+    if not valid:
+        return
+    out = buffer.sample(state, jax.random.key(seed), batch_size=1024)
+    item = jax.tree.map(np.asarray, out.item)
+    drawn = set()
+    for b in range(1024):
+        env, start = int(item["env"][b, 0]), int(item["t"][b, 0])
+        assert (env, start) in valid
+        drawn.add((env, start))
+        window = slice(start, start + length)
+        np.testing.assert_array_equal(item["obs"][b], stream["obs"][env, window])
+        np.testing.assert_array_equal(item["next_obs"][b], stream["next_obs"][env, window])
+    assert drawn == valid  # nothing intact is left out
+    # Bytes: one ring of items without next_obs, two counters, the side store (and a tree).
+    item_bytes = 4 * 3 + 1 + 1 + 3 * 4  # t, env, episode, flags, obs
+    side = num_envs * ((slots + 1) * 12 + 4 * slots + per_env * 2 + 4)
+    expected = num_envs * per_env * item_bytes + 2 * 4 + side
+    tree = 0 if not prioritized else _state_bytes(state.tree) + 4  # + max_priority
+    assert _state_bytes(state) == expected + tree
+
+
+@pytest.mark.parametrize("obs_shape", [(4,), (84, 84, 3)], ids=["vector", "image"])
+def test_compact_replay_keeps_one_copy_of_the_observations(obs_shape):
+    dtype = jnp.float32 if len(obs_shape) == 1 else jnp.uint8
+    example = Transition(
+        obs=jnp.zeros(obs_shape, dtype),
+        action=jnp.int32(0),
+        reward=jnp.float32(0),
+        terminated=jnp.bool_(False),
+        truncated=jnp.bool_(False),
+        next_obs=jnp.zeros(obs_shape, dtype),
+    )
+    capacity, num_envs = (100_000, 10) if len(obs_shape) == 1 else (6_400, 4)
+    one_copy = capacity * (int(np.prod(obs_shape)) * jnp.dtype(dtype).itemsize + 4 + 4 + 2)
+    full = TransitionBuffer(capacity=capacity, num_envs=num_envs)
+    compact = TransitionBuffer(capacity=capacity, num_envs=num_envs, compact=True)
+    full_bytes = jax.eval_shape(full.init, example)
+    compact_bytes = jax.eval_shape(compact.init, example)
+
+    def nbytes(state):
+        return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
+
+    assert nbytes(compact_bytes) <= 1.1 * one_copy
+    assert nbytes(full_bytes) > 1.5 * one_copy if len(obs_shape) > 1 else True
+    assert compact.slots == capacity // num_envs // 64
+
+
+def test_compact_replay_returns_the_final_obs_at_truncation_from_a_real_environment():
+    env = rollax.make("CartPole-v1", num_envs=4)
+    params = env.default_params.replace(max_episode_steps=5)
+    state, ts = env.reset(jax.random.key(0), params)
+    one = jax.tree.map(lambda x: x[0], ts)
+    example = Transition.from_step(one.obs, jnp.int32(0), one)
+    full = TransitionBuffer(capacity=4 * 16, num_envs=4)
+    compact = TransitionBuffer(capacity=4 * 16, num_envs=4, compact=True, final_obs_slots=4)
+    states = [full.init(example), compact.init(example)]
+
+    @jax.jit
+    def step(state, states, obs, action):
+        state, ts = env.step(state, action, params)
+        item = Transition.from_step(obs, action, ts)
+        return state, [full.add(states[0], item), compact.add(states[1], item)], ts.obs
+
+    obs = ts.obs
+    for i in range(23):
+        state, states, obs = step(state, states, obs, jnp.full((4,), i % 2, jnp.int32))
+    # Same draws, same items: the compact buffer's next_obs is the stored one, bit for bit.
+    key = jax.random.key(3)
+    a, b = full.sample(states[0], key, 256), compact.sample(states[1], key, 256)
+    assert np.asarray(b.item.truncated).any()
+    jax.tree.map(np.testing.assert_array_equal, a.item, b.item)
+
+
 def _closed_chunks(stream, max_length):
     """Chunks that closed, in completion order: (env, begin, end, starts, ends).
 
@@ -415,6 +558,18 @@ def test_buffers_vmap_over_independent_instances():
             "priority_exponent",
         ),
         (
+            lambda: SequenceBuffer(capacity=100, num_envs=10, final_obs_slots=4),
+            ValueError,
+            "final_obs_slots=4 applies to compact buffers only",
+        ),
+        (
+            lambda: SequenceBuffer(
+                capacity=100, num_envs=10, sequence_length=3, compact=True, final_obs_slots=2
+            ),
+            ValueError,
+            "final_obs_slots=2 must lie between sequence_length=3",
+        ),
+        (
             lambda: EpisodeBuffer(capacity=100, num_envs=10, max_length=7),
             ValueError,
             "multiple of max_length=7.*use capacity=98 or 105",
@@ -453,6 +608,15 @@ def test_bad_items_and_calls_are_refused_before_compiling():
         buffer.update_priorities(state, jnp.zeros(2, jnp.int32), jnp.ones(2))
     with pytest.raises(TypeError, match="batch_size must be an int"):
         buffer.sample(state, jax.random.key(0), batch_size=2.5)
+    compact = SequenceBuffer(capacity=40, num_envs=4, compact=True, final_obs_slots=2)
+    with pytest.raises(ValueError, match="compact=True needs items with 'obs', 'next_obs'"):
+        compact.init(EXAMPLE)
+    with pytest.raises(ValueError, match="same structure, shapes and dtypes"):
+        compact.init({**COMPACT_EXAMPLE, "next_obs": jnp.zeros(2)})
+    state = compact.init(COMPACT_EXAMPLE)
+    chunk = jax.tree.map(lambda x: jnp.zeros((4, 3, *x.shape), x.dtype), COMPACT_EXAMPLE)
+    with pytest.raises(ValueError, match="more than the final_obs_slots=2"):
+        compact.add(state, chunk)
     episodes = EpisodeBuffer(capacity=80, num_envs=4, max_length=10)
     with pytest.raises(ValueError, match="window=11 is longer than max_length=10"):
         episodes.sample(episodes.init(EXAMPLE), jax.random.key(0), 2, window=11)

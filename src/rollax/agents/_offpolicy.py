@@ -168,7 +168,8 @@ def replay_buffer(config: Any) -> SequenceBuffer:
     """Each seed's replay buffer, sized by an off-policy config.
 
     ``buffer_size`` transitions from ``num_envs`` environments, sampled as windows of
-    ``n_step`` transitions (prioritized when the config has ``prioritized``).
+    ``n_step`` transitions (prioritized when the config has ``prioritized``, storing each
+    observation once with ``compact_replay``).
     """
     return SequenceBuffer(
         capacity=config.buffer_size,
@@ -176,6 +177,7 @@ def replay_buffer(config: Any) -> SequenceBuffer:
         sequence_length=config.n_step,
         prioritized=getattr(config, "prioritized", False),
         priority_exponent=getattr(config, "priority_exponent", 0.6),
+        compact=config.compact_replay,
     )
 
 

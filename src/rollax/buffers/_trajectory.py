@@ -11,6 +11,9 @@ Prioritized sampling, and sampling restricted to sequences inside one episode, k
 tree with one leaf per start point (``num_envs * steps_per_env / period`` leaves); a start's
 weight is zero until its last step is written and again from the moment its first step is
 overwritten.
+
+With ``compact=True`` each observation is stored once: ``next_obs`` is read from the next
+step, and from a side store of final observations at episode ends (see ``_successors``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
-from rollax.buffers import _sum_tree
+from rollax.buffers import _successors, _sum_tree
 from rollax.buffers._common import (
     BufferSample,
     check_item,
@@ -55,6 +58,8 @@ class BufferState:
             otherwise.
         max_priority: float32 ``()``: the largest priority seen; new starts get it
             (prioritized only, else ``None``).
+        successors: The side store of final observations (``compact=True`` only, else
+            ``None``); ``data`` then holds the items without ``next_obs``.
     """
 
     data: PyTree
@@ -64,6 +69,7 @@ class BufferState:
     next_episode_step: jax.Array | None
     tree: tuple[jax.Array, ...] | None
     max_priority: jax.Array | None
+    successors: _successors.SuccessorState | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +113,17 @@ class SequenceBuffer:
     """The exponent alpha applied to priorities (0 is uniform)."""
     priority_epsilon: float = 1e-6
     """Added to every priority so that no valid sample has probability zero."""
+    compact: bool = False
+    """Store every observation once. Items must carry ``obs`` and ``next_obs`` (a
+    :class:`~rollax.buffers.Transition` or a dict) and ``terminated``/``truncated``, and each
+    environment's items must be its consecutive steps. ``next_obs`` is then read from the next
+    step's ``obs``, and at an episode end from a side store of final observations: samples
+    are exactly as without ``compact``, for about half the memory of image observations."""
+    final_obs_slots: int | None = None
+    """``compact`` only: final observations kept per environment, first in, first out
+    (``None``: ``max(sequence_length, steps_per_env // 64)``). A stored step that ended an
+    episode whose final observation has been pushed out is never sampled: episodes averaging
+    at least ``steps_per_env / final_obs_slots`` steps never lose one."""
 
     def __post_init__(self) -> None:
         capacity = check_positive_int("capacity", self.capacity)
@@ -141,6 +158,21 @@ class SequenceBuffer:
             raise ValueError(f"priority_exponent must be >= 0, got {self.priority_exponent}")
         if not self.priority_epsilon > 0:
             raise ValueError(f"priority_epsilon must be > 0, got {self.priority_epsilon}")
+        if not isinstance(self.compact, bool):
+            raise TypeError(f"compact must be a bool, got {self.compact!r}")
+        if self.final_obs_slots is not None:
+            if not self.compact:
+                raise ValueError(
+                    f"final_obs_slots={self.final_obs_slots} applies to compact buffers only; "
+                    "pass compact=True or leave final_obs_slots=None"
+                )
+            slots = check_positive_int("final_obs_slots", self.final_obs_slots)
+            if not length <= slots <= per_env:
+                raise ValueError(
+                    f"final_obs_slots={slots} must lie between sequence_length={length} (so "
+                    f"the newest sequence can always be sampled) and the {per_env:,} steps "
+                    "stored per environment (more could never be used)"
+                )
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -152,6 +184,15 @@ class SequenceBuffer:
     def starts_per_env(self) -> int:
         """Possible start points per environment: ``steps_per_env // period``."""
         return self.steps_per_env // self.period
+
+    @property
+    def slots(self) -> int:
+        """Final observations kept per environment by a compact buffer (0 otherwise)."""
+        if not self.compact:
+            return 0
+        if self.final_obs_slots is not None:
+            return self.final_obs_slots
+        return max(self.sequence_length, self.steps_per_env // 64)
 
     @property
     def _uses_tree(self) -> bool:
@@ -173,6 +214,25 @@ class SequenceBuffer:
                 f"{type(example_item).__name__}; use episodes='cross' for other items"
             )
         shape = (self.num_envs, self.steps_per_env)
+        successors = None
+        if self.compact:
+            if not (has_flags(example_item) and _successors.has_successors(example_item)):
+                raise ValueError(
+                    "compact=True needs items with 'obs', 'next_obs', 'terminated' and "
+                    f"'truncated' entries (a rollax.buffers.Transition or a dict), got "
+                    f"{type(example_item).__name__}; use compact=False for other items"
+                )
+            spec, next_spec = _successors.split(spec)
+            if jax.tree.structure(next_spec) != jax.tree.structure(spec_obs := _obs(spec)) or any(
+                (a.shape, a.dtype) != (b.shape, b.dtype)
+                for a, b in zip(jax.tree.leaves(next_spec), jax.tree.leaves(spec_obs), strict=True)
+            ):
+                raise ValueError(
+                    "compact=True reads next_obs from the next step's obs, so they must have "
+                    f"the same structure, shapes and dtypes; got obs {spec_obs} and next_obs "
+                    f"{next_spec}"
+                )
+            successors = _successors.init(spec_obs, self.num_envs, self.steps_per_env, self.slots)
         data = jax.tree.map(lambda s: jnp.zeros(shape + s.shape, s.dtype), spec)
         within = self.episodes == "within"
         return BufferState(
@@ -183,6 +243,7 @@ class SequenceBuffer:
             next_episode_step=jnp.zeros((self.num_envs,), jnp.int32) if within else None,
             tree=_sum_tree.init(self.num_envs * self.starts_per_env) if self._uses_tree else None,
             max_priority=jnp.ones((), jnp.float32) if self.prioritized else None,
+            successors=successors,
         )
 
     def add(self, state: BufferState, item: PyTree) -> BufferState:
@@ -192,7 +253,16 @@ class SequenceBuffer:
         ``steps_per_env``.
         """
         spec = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[2:], x.dtype), state.data)
-        item, lead = check_item(item, spec, ((self.num_envs,), (self.num_envs, None)))
+        patterns = ((self.num_envs,), (self.num_envs, None))
+        if self.compact:
+            if not _successors.has_successors(item):
+                raise ValueError(
+                    "this compact buffer stores items with 'obs' and 'next_obs' entries, got "
+                    f"{type(item).__name__}"
+                )
+            item, next_obs = _successors.split(item)
+            next_obs, next_lead = check_item(next_obs, _obs(spec), patterns, "item.next_obs")
+        item, lead = check_item(item, spec, patterns)
         if len(lead) == 1:
             item = jax.tree.map(lambda x: x[:, None], item)
         n = jax.tree.leaves(item)[0].shape[1]
@@ -201,6 +271,21 @@ class SequenceBuffer:
                 f"item adds {n} steps per environment at once, more than the "
                 f"{self.steps_per_env} the buffer keeps (capacity // num_envs); split the chunk"
             )
+        lost = None
+        if self.compact:
+            if next_lead != lead:
+                raise ValueError(
+                    f"item.next_obs has leading axes {next_lead}, but the rest of the item "
+                    f"{lead}; they must match"
+                )
+            if n > self.slots:
+                raise ValueError(
+                    f"item adds {n} steps per environment at once, more than the "
+                    f"final_obs_slots={self.slots} of this compact buffer; split the chunk or "
+                    "raise final_obs_slots"
+                )
+            if len(lead) == 1:
+                next_obs = jax.tree.map(lambda x: x[:, None], next_obs)
         slots = (state.head + jnp.arange(n, dtype=jnp.int32)) % self.steps_per_env
         if n == 1:
             data = jax.tree.map(
@@ -215,6 +300,15 @@ class SequenceBuffer:
             head=(state.head + n) % self.steps_per_env,
             steps=state.steps + n,
         )
+        if self.compact:
+            successors, lost = _successors.add(
+                state.successors,
+                first_step=state.steps,
+                ring_slots=slots,
+                done=done_of(item),
+                next_obs=next_obs,
+            )
+            new = new.replace(successors=successors)
         if self.episodes == "within":
             done = done_of(item)  # (E, n)
             first = state.next_episode_step[:, None]
@@ -225,7 +319,7 @@ class SequenceBuffer:
                 next_episode_step=jnp.where(done[:, -1], 0, idx[:, -1] + 1),
             )
         if self._uses_tree:
-            new = new.replace(tree=self._update_starts(new, state.steps, n, slots))
+            new = new.replace(tree=self._update_starts(new, state.steps, n, slots, lost))
         return new
 
     def sample(self, state: BufferState, key: PRNGKey, batch_size: int, beta: float = 0.4):
@@ -244,15 +338,27 @@ class SequenceBuffer:
             env = index // self.starts_per_env
             start = (index % self.starts_per_env) * self.period
         else:
-            first, count = self._uniform_starts(state)
-            k = jax.random.randint(key, (batch_size,), 0, jnp.maximum(count * self.num_envs, 1))
-            env = k // jnp.maximum(count, 1)
-            start = (first + (k % jnp.maximum(count, 1)) * self.period) % self.steps_per_env
+            env, start = self._uniform_draw(state, key, batch_size)
+            if self.compact:
+                env, start = self._redraw_lost(state, key, env, start)
             index = env * self.starts_per_env + start // self.period
+            count = self._uniform_starts(state)[1]
             valid = jnp.maximum(count * self.num_envs, 1).astype(jnp.float32)
             probability = jnp.full((batch_size,), 1.0, jnp.float32) / valid
         time = (start[:, None] + jnp.arange(self.sequence_length)[None, :]) % self.steps_per_env
         item = jax.tree.map(lambda d: d[env[:, None], time], state.data)
+        if self.compact:
+            following = (time + 1) % self.steps_per_env
+            next_obs = _successors.successors(
+                state.successors,
+                jax.tree.map(lambda d: d[env[:, None], following], _obs(state.data)),
+                env=env[:, None],
+                slot=time,
+                step=self._absolute(state, time),
+                newest=state.steps - 1,
+                done=done_of(item),
+            )
+            item = _successors.join(item, next_obs)
         if self.episodes == "mask":
             done = done_of(item).astype(jnp.int32)
             ended_before = jnp.cumsum(done, axis=1) - done
@@ -316,6 +422,56 @@ class SequenceBuffer:
         )
 
     # ------------------------------------------------------------------ internals
+    def _uniform_draw(
+        self, state: BufferState, key: PRNGKey, batch_size: int
+    ) -> tuple[jax.Array, jax.Array]:
+        """Environments and ring positions of ``batch_size`` starts, uniform over stored ones."""
+        first, count = self._uniform_starts(state)
+        k = jax.random.randint(key, (batch_size,), 0, jnp.maximum(count * self.num_envs, 1))
+        env = k // jnp.maximum(count, 1)
+        start = (first + (k % jnp.maximum(count, 1)) * self.period) % self.steps_per_env
+        return env, start
+
+    def _absolute(self, state: BufferState, slot: jax.Array) -> jax.Array:
+        """The absolute step (per environment) stored at ring position ``slot``."""
+        return state.steps - 1 - (state.head - 1 - slot) % self.steps_per_env
+
+    def _intact(self, state: BufferState, env: jax.Array, start: jax.Array) -> jax.Array:
+        """Whether every step of each sequence still has its successor: bool ``(B,)``."""
+        time = (start[:, None] + jnp.arange(self.sequence_length)[None, :]) % self.steps_per_env
+        flags = {
+            name: _entry(state.data, name)[env[:, None], time]
+            for name in ("terminated", "truncated")
+        }
+        return _successors.intact(
+            state.successors, env[:, None], time, self._absolute(state, time), done_of(flags)
+        ).all(axis=1)
+
+    def _redraw_lost(
+        self, state: BufferState, key: PRNGKey, env: jax.Array, start: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """Draw again, until none is left, every sequence whose final observation is gone.
+
+        Rejection keeps the samples uniform over the sequences that can be returned. The
+        newest sequence always can (``final_obs_slots >= sequence_length``), so it ends.
+        """
+        batch_size = env.shape[0]
+
+        def lost_any(carry: tuple) -> jax.Array:
+            return ~carry[3].all()
+
+        def redraw(carry: tuple) -> tuple:
+            key, env, start, ok = carry
+            key, sub = jax.random.split(key)
+            new_env, new_start = self._uniform_draw(state, sub, batch_size)
+            env, start = jnp.where(ok, env, new_env), jnp.where(ok, start, new_start)
+            return key, env, start, self._intact(state, env, start)
+
+        key = jax.random.fold_in(key, 1)
+        carry = (key, env, start, self._intact(state, env, start))
+        _, env, start, _ = jax.lax.while_loop(lost_any, redraw, carry)
+        return env, start
+
     def _uniform_starts(self, state: BufferState) -> tuple[jax.Array, jax.Array]:
         """First valid start (absolute step) and the number of valid starts per env."""
         stored = jnp.minimum(state.steps, self.steps_per_env)
@@ -326,13 +482,21 @@ class SequenceBuffer:
         return first, count
 
     def _update_starts(
-        self, state: BufferState, old_steps: jax.Array, n: int, slots: jax.Array
+        self,
+        state: BufferState,
+        old_steps: jax.Array,
+        n: int,
+        slots: jax.Array,
+        lost: jax.Array | None = None,
     ) -> jax.Array:
         """The tree after writing ``n`` steps at absolute times ``old_steps + [0, n)``.
 
         Writing absolute step ``a`` invalidates the start at ``a`` (its old first step is
         gone) and validates the start at ``a - L + 1`` (its last step has arrived), if
-        those are start points (multiples of ``period``).
+        those are start points (multiples of ``period``). In a compact buffer, ``lost``
+        (int32 ``(num_envs, n)``, -1 for none) names steps whose final observation was just
+        pushed out of the side store: every still-stored start whose sequence contains one
+        is invalidated.
         """
         per_env, period, length = self.steps_per_env, self.period, self.sequence_length
         envs = jnp.arange(self.num_envs, dtype=jnp.int32)[:, None]
@@ -348,10 +512,25 @@ class SequenceBuffer:
         begin = absolute - (length - 1)
         # A start whose first step a later step of this chunk overwrites never becomes valid.
         oldest = old_steps + n - per_env
+        if lost is not None:
+            start = lost[:, :, None] - jnp.arange(length, dtype=jnp.int32)[None, None, :]
+            hit = (lost[:, :, None] >= 0) & (start >= jnp.maximum(oldest, 0))
+            hit = hit & (start % period == 0)
+            idx = (envs[:, :, None] * self.starts_per_env + (start % per_env) // period).reshape(-1)
+            tree = _sum_tree.set_leaves(
+                tree, idx, jnp.zeros(idx.shape, jnp.float32), hit.reshape(-1)
+            )
         ok = (begin >= 0) & (begin >= oldest) & (begin % period == 0)
         ok = jnp.broadcast_to(ok, (self.num_envs, n))
         if self.episodes == "within":
             ok = ok & (state.episode_step[:, slots] >= length - 1)
+        if self.compact:
+            # Within one chunk, a later episode end may already have pushed out the final
+            # observation of a step inside a sequence that completes now.
+            first = jnp.broadcast_to(jnp.maximum(begin, 0) % per_env, (self.num_envs, n))
+            env = jnp.broadcast_to(envs, (self.num_envs, n))
+            intact = self._intact(state, env.reshape(-1), first.reshape(-1))
+            ok = ok & intact.reshape(self.num_envs, n)
         weight = (
             (state.max_priority + self.priority_epsilon) ** self.priority_exponent
             if self.prioritized
@@ -359,6 +538,16 @@ class SequenceBuffer:
         )
         idx = leaf(jnp.maximum(begin, 0)[None, :])
         return _sum_tree.set_leaves(tree, idx, jnp.full(idx.shape, weight), ok.reshape(-1))
+
+
+def _entry(item: PyTree, name: str) -> jax.Array:
+    """The ``name`` entry of an item (a dict, a Transition or another dataclass)."""
+    return item[name] if isinstance(item, dict) else getattr(item, name)
+
+
+def _obs(item: PyTree) -> PyTree:
+    """The observations of an item with an ``obs`` entry."""
+    return _entry(item, "obs")
 
 
 def _steps_since_reset(first: jax.Array, done: jax.Array) -> jax.Array:
@@ -404,6 +593,15 @@ class TransitionBuffer:
     """The exponent alpha applied to priorities (0 is uniform)."""
     priority_epsilon: float = 1e-6
     """Added to every priority so that no stored transition has probability zero."""
+    compact: bool = False
+    """Store every observation once (items: :class:`Transition` or a dict with ``obs``,
+    ``next_obs``, ``terminated``, ``truncated``, added as consecutive steps of each
+    environment). Sampled ``next_obs`` is exactly the added one, episode ends included; the
+    final observations at episode ends are kept on the side (``final_obs_slots``)."""
+    final_obs_slots: int | None = None
+    """``compact`` only: final observations kept per environment (``None``:
+    ``max(1, steps_per_env // 64)``); a step that ended an episode is no longer sampled once
+    its final observation has been pushed out."""
 
     def __post_init__(self) -> None:
         self._sequences  # noqa: B018  (validates the arguments)
@@ -416,7 +614,14 @@ class TransitionBuffer:
             prioritized=self.prioritized,
             priority_exponent=self.priority_exponent,
             priority_epsilon=self.priority_epsilon,
+            compact=self.compact,
+            final_obs_slots=self.final_obs_slots,
         )
+
+    @property
+    def slots(self) -> int:
+        """Final observations kept per environment by a compact buffer (0 otherwise)."""
+        return self._sequences.slots
 
     def init(self, example_item: PyTree) -> BufferState:
         """An empty buffer for items shaped like ``example_item`` (one step of one env)."""

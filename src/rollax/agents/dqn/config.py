@@ -72,6 +72,12 @@ class DQNConfig:
     """Each gradient element is clipped to [-clip_grad_value, clip_grad_value] (0: off)."""
     max_grad_norm: float = 0.0
     """Gradients are rescaled to at most this global norm (0: off)."""
+    compact_replay: bool = False
+    """Store each observation once in the replay buffer (``next_obs`` read from the next
+    step, final observations at episode ends kept on the side): about half the memory for
+    image observations, the same samples while episodes average at least 64 steps (shorter
+    ones can push out the oldest episode ends, which are then not sampled; see
+    :class:`rollax.buffers.SequenceBuffer`)."""
     prioritized: bool = False
     """Prioritized replay: windows drawn in proportion to their TD error ** priority_exponent,
     with importance weights."""
@@ -147,6 +153,7 @@ PRESETS: dict[str, DQNConfig] = {
         loss="huber",
         clip_grad_value=0.0,
         max_grad_norm=10.0,
+        compact_replay=True,
     ),
 }
 """Per-environment defaults. CartPole's are rejax's settings for it (its

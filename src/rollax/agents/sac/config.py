@@ -67,6 +67,12 @@ class SACConfig:
     """Normalize observations with running statistics kept in the training state."""
     num_seeds: int = 1
     """Independent seeds trained at once in one compiled program."""
+    compact_replay: bool = False
+    """Store each observation once in the replay buffer (``next_obs`` read from the next
+    step, final observations at episode ends kept on the side): about half the memory for
+    image observations, the same samples while episodes average at least 64 steps (shorter
+    ones can push out the oldest episode ends, which are then not sampled; see
+    :class:`rollax.buffers.SequenceBuffer`)."""
     checkpoint_buffer: bool = True
     """Keep the replay buffer in checkpoints, so resuming is bit-identical. Off (for buffers
     too large to save): checkpoints leave it out, and a resumed run refills it before
