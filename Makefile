@@ -59,6 +59,8 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/autoreset.py
 	$(PY) benchmarks/ppo_cartpole.py
 	$(PY) benchmarks/adapters.py
+	$(PY) benchmarks/buffers.py
+	$(PY) benchmarks/offpolicy.py
 
 constraints: $(DEV_STAMP)
 	{ sed -n '1,2p' constraints.txt; $(PIP) freeze --exclude-editable | grep -v '^rollax'; } > constraints.new

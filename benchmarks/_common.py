@@ -11,6 +11,23 @@ import jax
 import jax.numpy as jnp
 
 
+class Timed:
+    """Seconds spent in a ``with`` block: ``with Timed() as t: ...; t.seconds``."""
+
+    def __enter__(self) -> Timed:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.seconds = time.perf_counter() - self.start
+
+
+def median_of(runs: list[dict], key: str) -> float | None:
+    """Median of ``run[key]`` over the runs where it is not None (None if there are none)."""
+    values = [r[key] for r in runs if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
 def median_seconds(run: Callable[[], object], repeats: int) -> float:
     """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call (which
     compiles); each call is waited for with ``block_until_ready``."""

@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _common import FiveValueStep
+from _common import FiveValueStep, Timed, median_of, median_seconds
 
 SETTINGS = dict(
     num_envs=5,
@@ -54,17 +52,6 @@ SETTINGS = dict(
     vf_coef=0.5,
 )
 SOLVED = 475.0
-
-
-class _Timed:
-    """Seconds spent in a block."""
-
-    def __enter__(self) -> _Timed:
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.seconds = time.perf_counter() - self.start
 
 
 # ---------------------------------------------------------------------------- rollax
@@ -84,7 +71,7 @@ def rollax_solver(
         hidden_sizes=(64, 64),
         activation="tanh",
     )
-    with _Timed() as compile_time:
+    with Timed() as compile_time:
         agent = make_ppo(config, "CartPole-v1")
         # Compile initialization, the training chunk (the same program for any number of
         # updates) and the evaluator side by side, then initialize.
@@ -111,7 +98,7 @@ def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> d
     key = jax.random.key(10_000 + seed)
     solved_at = solved_train_s = None
     while steps < total:
-        with _Timed() as t:
+        with Timed() as t:
             state = jax.block_until_ready(run_chunk(state))
         train_seconds += t.seconds
         steps += chunk
@@ -178,7 +165,7 @@ def rejax_solver(
         return evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
 
     keys = jax.random.split(jax.random.key(seed), num_seeds)
-    with _Timed() as compile_time:
+    with Timed() as compile_time:
         init = jax.jit(jax.vmap(algo.init_state)).lower(keys).compile()
         ts = init(keys)
         run = jax.jit(jax.vmap(chunk_fn)).lower(ts).compile()
@@ -200,32 +187,16 @@ def throughput(repeats: int, steps: int) -> dict[str, float]:
     )
     agent = make_ppo(config, "CartPole-v1")
     state = agent.init(jax.random.key(0))
-    jax.block_until_ready(agent.run(state, steps))
-    results["rollax"] = steps / _median(lambda: agent.run(state, steps), repeats)
+    results["rollax"] = steps / median_seconds(lambda: agent.run(state, steps), repeats)
 
     algo, _, _ = _rejax_ppo(steps)
     ts = jax.jit(algo.init_state)(jax.random.key(0))
     run = jax.jit(lambda ts: algo.train(train_state=ts)[0])
-    jax.block_until_ready(run(ts))
-    results["rejax"] = steps / _median(lambda: run(ts), repeats)
+    results["rejax"] = steps / median_seconds(lambda: run(ts), repeats)
     return results
 
 
-def _median(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        with _Timed() as t:
-            jax.block_until_ready(fn())
-        times.append(t.seconds)
-    return statistics.median(times)
-
-
 # ---------------------------------------------------------------------------- main
-
-
-def _median_of(runs: list[dict], key: str) -> float | None:
-    values = [r[key] for r in runs if r[key] is not None]
-    return statistics.median(values) if values else None
 
 
 def main() -> None:
@@ -285,9 +256,9 @@ def main() -> None:
             "rejax": all(r["solved"] for r in report["rejax_1seed"]),
         },
         "median_total_s_to_solve": {
-            "rollax": _median_of(report["rollax_1seed"], "total_s_to_solve"),
-            "rollax_warm_cache": _median_of(warm, "total_s_to_solve"),
-            "rejax": _median_of(report["rejax_1seed"], "total_s_to_solve"),
+            "rollax": median_of(report["rollax_1seed"], "total_s_to_solve"),
+            "rollax_warm_cache": median_of(warm, "total_s_to_solve"),
+            "rejax": median_of(report["rejax_1seed"], "total_s_to_solve"),
         },
         "batch_total_s_whole_budget": {
             "rollax": report[f"rollax_{args.batch_seeds}seeds"]["total_s"],

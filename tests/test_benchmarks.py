@@ -84,6 +84,28 @@ def test_buffers_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+def test_offpolicy_benchmark_ends_with_json():
+    args = (
+        "--algos sac --seeds 1 --sac-total 600 --sac-chunk 300 --episodes 2 --repeats 1 "
+        "--sac-tput-steps 300"
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "offpolicy.py"), *args.split()],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    sac = report["sac"]
+    for lib in ("rollax", "rejax"):
+        assert sac[lib][0]["compile_s"] > 0
+        assert len(sac[lib][0]["return_per_chunk"]) >= 1
+        assert sac["throughput_steps_per_s"][lib] > 0
+    assert "throughput" in sac["summary"]["ratios_rollax_over_rejax"]
+
+
+@pytest.mark.slow
 def test_pixels_benchmark_ends_with_json():
     args = (
         "--sizes 8 --steps 5 --repeats 1 --gym-frames 5 --cap-s 1 --chunk 2048 --episodes 2 "

@@ -1,0 +1,302 @@
+"""DQN on CartPole-v1 and SAC on Pendulum-v1: time to threshold and throughput, rollax
+against rejax.
+
+Both libraries train with rejax's own settings for these tasks (its
+``configs/gymnax/cartpole.yaml`` and ``pendulum.yaml``):
+
+* DQN, CartPole-v1: dueling double DQN, swish 64x64, 10 environments, buffer 50,000,
+  learning starts 5,000, batch 100, each gradient element clipped to [-10, 10], Adam 1e-3,
+  5 gradient steps after each vectorized step, Polyak 0.98 once per vectorized step,
+  epsilon 1 to 0.05 over half of 100,000 steps, gamma 0.99, squared TD error. rollax:
+  ``DQNConfig()`` (its defaults are these settings).
+* SAC, Pendulum-v1: swish 64x64, 1 environment, buffer 10,000, learning starts 256,
+  batch 256, Adam 1e-2, one gradient step per environment step, Polyak 0.98, target
+  entropy -1, normalized observations, 10,000 steps. rollax: ``PRESETS["Pendulum-v1"]``.
+
+rejax 0.1.3 was written for gymnax's old 5-value ``step``; its environment is wrapped to
+return ``done = terminated or truncated`` (what rejax expected: its targets cannot tell a
+time limit from a termination, one of the things rollax fixes).
+
+Method, identical for both libraries: compile initialization, the training chunk and the
+evaluator first (timed: "compile"), then train in chunks of ``--dqn-chunk`` /
+``--sac-chunk`` environment steps (timed), evaluating after each chunk (``--episodes``
+episodes, not timed; each library's own evaluation policy: rollax acts greedily, rejax with
+its ``make_act``: epsilon 0.005 for DQN, a sampled action for SAC). Time to threshold =
+compile + training time up to the first evaluation whose mean return reaches the threshold
+(475 on CartPole, -250 on Pendulum); it is also given without compile. rejax trains a chunk
+as its own ``train`` does between two evaluations (``train_iteration`` in a ``fori_loop``)
+with ``total_timesteps`` set to the whole budget, so its epsilon schedule is its own.
+Throughput: environment steps per second of training after compiling, learning included
+(the buffer already past ``learning starts``), median of ``--repeats``.
+
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from _common import FiveValueStep, Timed, median_of, median_seconds
+
+DQN_REJAX = dict(
+    agent="DuelingQNetwork",
+    num_envs=10,
+    buffer_size=50_000,
+    fill_buffer=5_000,
+    batch_size=100,
+    max_grad_norm=10.0,
+    learning_rate=1e-3,
+    num_epochs=5,
+    polyak=0.98,
+    eps_start=1.0,
+    eps_end=0.05,
+    exploration_fraction=0.5,
+    gamma=0.99,
+    ddqn=True,
+)
+SAC_REJAX = dict(
+    num_envs=1,
+    buffer_size=10_000,
+    fill_buffer=256,
+    batch_size=256,
+    learning_rate=1e-2,
+    num_epochs=1,
+    target_update_freq=1,
+    polyak=0.98,
+    gamma=0.99,
+    normalize_observations=True,
+)
+TASKS = {
+    "dqn": {"env": "CartPole-v1", "threshold": 475.0, "total": 100_000, "rejax": DQN_REJAX},
+    "sac": {"env": "Pendulum-v1", "threshold": -250.0, "total": 10_000, "rejax": SAC_REJAX},
+}
+
+
+# ---------------------------------------------------------------------------- rollax
+def rollax_config(algo: str) -> Any:
+    """rollax's configuration with rejax's settings (and the task's budget)."""
+    if algo == "dqn":
+        from rollax.agents.dqn import DQNConfig
+
+        return DQNConfig(total_steps=TASKS[algo]["total"])
+    from rollax.agents.sac import PRESETS
+
+    return PRESETS["Pendulum-v1"].replace(total_steps=TASKS[algo]["total"])
+
+
+def rollax_agent(algo: str, config: Any) -> Any:
+    if algo == "dqn":
+        from rollax.agents.dqn import make_dqn
+
+        return make_dqn(config, TASKS[algo]["env"])
+    from rollax.agents.sac import make_sac
+
+    return make_sac(config, TASKS[algo]["env"])
+
+
+def rollax_solver(algo: str, seed: int, chunk: int, episodes: int) -> dict[str, Any]:
+    """Compile rollax's agent, then train chunk by chunk until the threshold."""
+    config = rollax_config(algo)
+    with Timed() as compile_time:
+        agent = rollax_agent(algo, config)
+        agent.warmup([(episodes, True)])
+        state = jax.block_until_ready(agent.init(jax.random.key(seed)))
+    return _solve(
+        lambda s: agent.run(s, chunk)[0],
+        lambda s, k: agent.evaluate(s, k, episodes, True),
+        state,
+        compile_time.seconds,
+        TASKS[algo],
+        chunk,
+        seed,
+    )
+
+
+# ---------------------------------------------------------------------------- rejax
+def rejax_algo(algo: str) -> tuple[Any, Any, Any]:
+    """rejax's agent with its settings for the task, on gymnax's environment."""
+    import gymnax
+    from rejax import DQN, SAC
+
+    task = TASKS[algo]
+    env, env_params = gymnax.make(task["env"])
+    env = FiveValueStep(env)
+    cls = DQN if algo == "dqn" else SAC
+    agent = cls.create(
+        env=env,
+        env_params=env_params,
+        agent_kwargs={"activation": "swish"},
+        **task["rejax"],
+        total_timesteps=task["total"],
+        eval_freq=task["total"],
+        skip_initial_evaluation=True,
+    )
+    return agent, env, env_params
+
+
+def rejax_chunk(agent: Any, chunk: int) -> Callable[[Any], Any]:
+    """``chunk`` environment steps of rejax's training, as its ``train`` runs them."""
+    iterations = -(-chunk // agent.num_envs)
+
+    def run(ts: Any) -> Any:
+        return jax.lax.fori_loop(0, iterations, lambda _, ts: agent.train_iteration(ts), ts)
+
+    return run
+
+
+def rejax_solver(algo: str, seed: int, chunk: int, episodes: int) -> dict[str, Any]:
+    """Compile rejax's agent, then train chunk by chunk until the threshold."""
+    from rejax.evaluate import evaluate
+
+    agent, env, env_params = rejax_algo(algo)
+    horizon = int(env_params.max_steps_in_episode)
+
+    def eval_fn(ts: Any, key: Any) -> Any:
+        return evaluate(agent.make_act(ts), key, env, env_params, episodes, horizon)[1]
+
+    key = jax.random.key(seed)
+    with Timed() as compile_time:
+        init = jax.jit(agent.init_state).lower(key).compile()
+        ts = init(key)
+        run = jax.jit(rejax_chunk(agent, chunk)).lower(ts).compile()
+        ev = jax.jit(eval_fn).lower(ts, jax.random.key(0)).compile()
+    return _solve(run, ev, ts, compile_time.seconds, TASKS[algo], chunk, seed)
+
+
+# ---------------------------------------------------------------------------- shared
+def _solve(run_chunk, evaluate, state, compile_seconds, task, chunk, seed) -> dict[str, Any]:
+    """Train chunk by chunk (timed), evaluating after each (not timed), until the mean
+    evaluation return reaches the task's threshold or the budget is spent."""
+    train_seconds, steps, curve = 0.0, 0, []
+    key = jax.random.key(10_000 + seed)
+    solved_at = solved_train_s = None
+    while steps < task["total"]:
+        with Timed() as t:
+            state = jax.block_until_ready(run_chunk(state))
+        train_seconds += t.seconds
+        steps += chunk
+        key, k = jax.random.split(key)
+        mean = float(np.asarray(evaluate(state, k)).mean())
+        curve.append(mean)
+        if mean >= task["threshold"]:
+            solved_at, solved_train_s = steps, train_seconds
+            break
+    return {
+        "solved": solved_at is not None,
+        "steps_to_threshold": solved_at,
+        "compile_s": compile_seconds,
+        "train_s_to_threshold": solved_train_s,
+        "total_s_to_threshold": None if solved_at is None else compile_seconds + solved_train_s,
+        "trained_steps": steps,
+        "train_s": train_seconds,
+        "return_per_chunk": curve,
+    }
+
+
+def throughput(algo: str, steps: int, repeats: int) -> dict[str, float]:
+    """Training environment steps/s with learning on, one seed, after compiling."""
+    task = TASKS[algo]
+    warm = task["rejax"]["fill_buffer"]
+    results = {}
+
+    config = rollax_config(algo)
+    agent = rollax_agent(algo, config)
+    state = agent.init(jax.random.key(0))
+    prefill = -(-warm // config.steps_per_iteration) * config.steps_per_iteration
+    state = jax.block_until_ready(agent.run(state, prefill)[0])
+    results["rollax"] = steps / median_seconds(lambda: agent.run(state, steps), repeats)
+
+    ragent, _, _ = rejax_algo(algo)
+    ts = jax.jit(ragent.init_state)(jax.random.key(0))
+    ts = jax.block_until_ready(jax.jit(rejax_chunk(ragent, prefill))(ts))
+    run = jax.jit(rejax_chunk(ragent, steps))
+    results["rejax"] = steps / median_seconds(lambda: run(ts), repeats)
+    return results
+
+
+def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
+    if run["solved"]:
+        print(f"  {name:6s} {label}: threshold after {run['steps_to_threshold']:,} steps; "
+              f"compile {run['compile_s']:.2f} s + training {run['train_s_to_threshold']:.2f} s"
+              f" = {run['total_s_to_threshold']:.2f} s", flush=True)  # fmt: skip
+    else:
+        print(f"  {name:6s} {label}: threshold not reached in {run['trained_steps']:,} steps "
+              f"(compile {run['compile_s']:.2f} s, last {run['return_per_chunk'][-1]:.1f})",
+              flush=True)  # fmt: skip
+
+
+def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure of one algorithm."""
+    task = TASKS[algo]
+    chunk = args.dqn_chunk if algo == "dqn" else args.sac_chunk
+    print(f"{algo.upper()} on {task['env']}: threshold {task['threshold']}, chunks of {chunk:,}")
+    report: dict[str, Any] = {}
+    for name, solver in (("rejax", rejax_solver), ("rollax", rollax_solver)):
+        runs = []
+        for seed in range(args.seeds):
+            jax.clear_caches()
+            runs.append(solver(algo, seed, chunk, args.episodes))
+            _print_run(name, f"seed {seed}", runs[-1])
+        report[name] = runs
+    tput = throughput(algo, args.dqn_tput_steps if algo == "dqn" else args.sac_tput_steps,
+                      args.repeats)  # fmt: skip
+    report["throughput_steps_per_s"] = tput
+    summary: dict[str, Any] = {"seeds_reaching_threshold": {}, "median_s_to_threshold": {}}
+    for name in ("rollax", "rejax"):
+        runs = report[name]
+        summary["seeds_reaching_threshold"][name] = sum(r["solved"] for r in runs)
+        summary["median_s_to_threshold"][name] = {
+            "with_compile": median_of(runs, "total_s_to_threshold"),
+            "without_compile": median_of(runs, "train_s_to_threshold"),
+            "compile": statistics.median(r["compile_s"] for r in runs),
+        }
+    ratios = {"throughput": tput["rollax"] / tput["rejax"]}
+    r, j = summary["median_s_to_threshold"]["rollax"], summary["median_s_to_threshold"]["rejax"]
+    for key in ("with_compile", "without_compile", "compile"):
+        if r[key] and j[key]:
+            ratios[f"time_to_threshold_{key}" if key != "compile" else "compile"] = r[key] / j[key]
+    summary["ratios_rollax_over_rejax"] = ratios
+    report["summary"] = summary
+    print(f"  throughput: rollax {tput['rollax']:,.0f} steps/s, rejax {tput['rejax']:,.0f} "
+          f"steps/s")  # fmt: skip
+    for key, value in ratios.items():
+        print(f"  rollax/rejax {key}: {value:.2f}")
+    sys.stdout.flush()
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algos", nargs="+", choices=list(TASKS), default=list(TASKS))
+    parser.add_argument("--seeds", type=int, default=3, help="independent single-seed runs")
+    parser.add_argument("--dqn-chunk", type=int, default=2_500, help="steps between evals")
+    parser.add_argument("--sac-chunk", type=int, default=500, help="steps between evals")
+    parser.add_argument("--episodes", type=int, default=16, help="evaluation episodes")
+    parser.add_argument("--repeats", type=int, default=3, help="throughput repeats")
+    parser.add_argument("--dqn-tput-steps", type=int, default=20_000)
+    parser.add_argument("--dqn-total", type=int, help="DQN budget (default 100,000)")
+    parser.add_argument("--sac-total", type=int, help="SAC budget (default 10,000)")
+    parser.add_argument("--sac-tput-steps", type=int, default=2_000)
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; rejax's environments are "
+          "adapted to gymnax 1.0's 6-value step (done = terminated or truncated).")  # fmt: skip
+    report: dict[str, Any] = {"args": vars(args), "rejax_settings": {}}
+    for algo in args.algos:
+        total = getattr(args, f"{algo}_total")
+        if total is not None:  # a smaller budget for both libraries (a smoke test)
+            TASKS[algo]["total"] = total
+        report["rejax_settings"][algo] = TASKS[algo]["rejax"]
+        report[algo] = bench(algo, args)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
