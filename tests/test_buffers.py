@@ -319,11 +319,15 @@ def _check_compact(num_envs, per_env, length, extra_slots, prioritized, mean_len
         piece = {k: v[:, steps : steps + n] for k, v in stream.items()}
         state = add(state, piece if n > 1 else jax.tree.map(lambda x: x[:, 0], piece))
         steps += n
-    # The final observations still kept: each environment's last `slots` episode ends.
+    # The final observations still kept: an episode end's until `slots` more episodes have
+    # ended and a step after them has been added.
     done = stream["terminated"] | stream["truncated"]
     valid = set()
     for env in range(num_envs):
-        kept = set(np.flatnonzero(done[env])[-slots:])
+        ends = np.flatnonzero(done[env])
+        kept = {
+            t for i, t in enumerate(ends) if i + slots >= len(ends) or ends[i + slots] == steps - 1
+        }
         for start in range(max(0, steps - per_env), steps - length + 1):
             window = range(start, start + length)
             if all(not done[env, t] or t in kept for t in window):
@@ -345,7 +349,7 @@ def _check_compact(num_envs, per_env, length, extra_slots, prioritized, mean_len
     assert drawn == valid  # nothing intact is left out
     # Bytes: one ring of items without next_obs, two counters, the side store (and a tree).
     item_bytes = 4 * 3 + 1 + 1 + 3 * 4  # t, env, episode, flags, obs
-    side = num_envs * ((slots + 1) * 12 + 4 * slots + per_env * 2 + 4)
+    side = num_envs * ((slots + 1) * (12 + 4) + per_env * 2 + 4) + 4
     expected = num_envs * per_env * item_bytes + 2 * 4 + side
     tree = 0 if not prioritized else _state_bytes(state.tree) + 4  # + max_priority
     assert _state_bytes(state) == expected + tree

@@ -467,10 +467,15 @@ class SequenceBuffer:
             env, start = jnp.where(ok, env, new_env), jnp.where(ok, start, new_start)
             return key, env, start, self._intact(state, env, start)
 
-        key = jax.random.fold_in(key, 1)
-        carry = (key, env, start, self._intact(state, env, start))
-        _, env, start, _ = jax.lax.while_loop(lost_any, redraw, carry)
-        return env, start
+        def check(key: PRNGKey, env: jax.Array, start: jax.Array) -> tuple:
+            carry = (jax.random.fold_in(key, 1), env, start, self._intact(state, env, start))
+            return jax.lax.while_loop(lost_any, redraw, carry)[1:3]
+
+        # Nothing to check while every final observation pushed out is older than the window.
+        oldest = state.steps - jnp.minimum(state.steps, self.steps_per_env)
+        return jax.lax.cond(
+            state.successors.lost >= oldest, check, lambda _, e, s: (e, s), key, env, start
+        )
 
     def _uniform_starts(self, state: BufferState) -> tuple[jax.Array, jax.Array]:
         """First valid start (absolute step) and the number of valid starts per env."""
