@@ -23,7 +23,9 @@ evaluator first (timed: "compile"), then train in chunks of ``--dqn-chunk`` /
 episodes, not timed; each library's own evaluation policy: rollax acts greedily, rejax with
 its ``make_act``: epsilon 0.005 for DQN, a sampled action for SAC). Time to threshold =
 compile + training time up to the first evaluation whose mean return reaches the threshold
-(475 on CartPole, -250 on Pendulum); it is also given without compile. rejax trains a chunk
+(475 on CartPole, -250 on Pendulum); it is also given without compile, and for rollax with
+a warm persistent compilation cache (the same run again: a second ``rollax train`` of a
+configuration compiles from the cache runs keep by default). rejax trains a chunk
 as its own ``train`` does between two evaluations (``train_iteration`` in a ``fori_loop``)
 with ``total_timesteps`` set to the whole budget, so its epsilon schedule is its own.
 Throughput: environment steps per second of training after compiling, learning included
@@ -38,6 +40,7 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -239,18 +242,31 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     chunk = args.dqn_chunk if algo == "dqn" else args.sac_chunk
     print(f"{algo.upper()} on {task['env']}: threshold {task['threshold']}, chunks of {chunk:,}")
     report: dict[str, Any] = {}
+    cache = tempfile.mkdtemp(prefix="rollax-bench-cache-")
     for name, solver in (("rejax", rejax_solver), ("rollax", rollax_solver)):
         runs = []
         for seed in range(args.seeds):
             jax.clear_caches()
+            if name == "rollax":  # fills a persistent cache, as `rollax train` does
+                jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
+                jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
             runs.append(solver(algo, seed, chunk, args.episodes))
             _print_run(name, f"seed {seed}", runs[-1])
         report[name] = runs
+    # Warm cache: the same programs again, read from the persistent cache (a second run).
+    warm = []
+    for seed in range(args.seeds):
+        jax.clear_caches()
+        jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
+        warm.append(rollax_solver(algo, seed, chunk, args.episodes))
+        _print_run("rollax", f"seed {seed}, warm cache", warm[-1])
+    report["rollax_warm_cache"] = warm
+    jax.config.update("jax_compilation_cache_dir", None)
     tput = throughput(algo, args.dqn_tput_steps if algo == "dqn" else args.sac_tput_steps,
                       args.repeats)  # fmt: skip
     report["throughput_steps_per_s"] = tput
     summary: dict[str, Any] = {"seeds_reaching_threshold": {}, "median_s_to_threshold": {}}
-    for name in ("rollax", "rejax"):
+    for name in ("rollax", "rollax_warm_cache", "rejax"):
         runs = report[name]
         summary["seeds_reaching_threshold"][name] = sum(r["solved"] for r in runs)
         summary["median_s_to_threshold"][name] = {
@@ -263,6 +279,9 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     for key in ("with_compile", "without_compile", "compile"):
         if r[key] and j[key]:
             ratios[f"time_to_threshold_{key}" if key != "compile" else "compile"] = r[key] / j[key]
+    w = summary["median_s_to_threshold"]["rollax_warm_cache"]
+    if w["with_compile"] and j["with_compile"]:
+        ratios["time_to_threshold_warm_cache"] = w["with_compile"] / j["with_compile"]
     summary["ratios_rollax_over_rejax"] = ratios
     report["summary"] = summary
     print(f"  throughput: rollax {tput['rollax']:,.0f} steps/s, rejax {tput['rejax']:,.0f} "
