@@ -18,7 +18,7 @@ over seeds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -194,6 +194,7 @@ def make_offpolicy_iteration(
     buffer: SequenceBuffer,
     act: Callable[..., jax.Array],
     learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
+    metric_names: Sequence[str],
     importance_exponent: Callable[[Any], jax.Array] | None = None,
 ) -> Callable[[OffPolicyState], tuple[OffPolicyState, dict[str, jax.Array]]]:
     """One iteration of an off-policy agent, for :func:`rollax.training.build_agent`.
@@ -215,6 +216,7 @@ def make_offpolicy_iteration(
             (observations normalized if asked), ``weight`` float32 ``(batch_size,)``
             importance weights (ones without prioritized replay), ``metrics`` a dict of
             float32 scalars, ``priority`` float32 ``(batch_size,)`` new priorities.
+        metric_names: The names of ``learn``'s metrics (zeros while learning waits).
         importance_exponent: ``learner -> beta`` for prioritized sampling (its
             hyperparameter); ``None`` for uniform replay.
 
@@ -306,10 +308,9 @@ def make_offpolicy_iteration(
         # Transitions stored (the same for every seed): a buffer left out of a checkpoint
         # refills before learning goes on.
         learning = buffer.size(jax.tree.map(lambda x: x[0], state.buffer)) >= learning_starts
-        skipped = jax.eval_shape(learning_phase, state)[3]
 
         def skip(state: OffPolicyState) -> tuple:
-            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), skipped)
+            zeros = {name: jnp.zeros((num_seeds,), jnp.float32) for name in metric_names}
             return state.learner, state.buffer, state.key, zeros
 
         learner, replay, keys, metrics = jax.lax.cond(learning, learning_phase, skip, state)

@@ -37,6 +37,9 @@ from rollax.types import PRNGKey
 
 __all__ = ["DQN", "DQNHyperParams", "DQNLearner", "make_dqn"]
 
+METRICS = ("td_loss", "q_value")
+"""DQN's metrics: the mean TD loss and the mean Q-value of the taken actions."""
+
 
 @pytree_dataclass
 class DQNHyperParams:
@@ -236,6 +239,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         buffer,
         act,
         learn,
+        METRICS,
         (lambda learner: learner.hparams.importance_exponent) if config.prioritized else None,
     )
 
@@ -276,10 +280,11 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         iteration=iteration,
         steps_per_iteration=config.steps_per_iteration,
         unit_name="vectorized steps of num_envs * train_every",
-        metric_names=("td_loss", "q_value"),
+        metric_names=METRICS,
         policy=feedforward_policy(policy_act),
         with_budget=with_budget,
         to_checkpoint=to_checkpoint,
         from_checkpoint=from_checkpoint,
+        run_cpu_level=1,
     )
     return DQN(**vars(agent), q_values=jax.jit(q_values))

@@ -38,6 +38,10 @@ from rollax.types import PRNGKey
 
 __all__ = ["SAC", "SACHyperParams", "SACLearner", "make_sac"]
 
+METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_value")
+"""SAC's metrics: its three losses, the temperature, the policy's entropy estimate and the
+mean Q-value of the replayed actions."""
+
 
 @pytree_dataclass
 class SACHyperParams:
@@ -274,7 +278,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         }
         return learner, metrics, jnp.zeros_like(weight)
 
-    iteration = make_offpolicy_iteration(config, env, buffer, act, learn)
+    iteration = make_offpolicy_iteration(config, env, buffer, act, learn, METRICS)
 
     def observe(state: OffPolicyState, obs: Any) -> Any:
         return observe_seeds(state, obs, config.normalize_obs)
@@ -309,10 +313,11 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         iteration=iteration,
         steps_per_iteration=config.steps_per_iteration,
         unit_name="vectorized steps of num_envs * train_every",
-        metric_names=("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_value"),
+        metric_names=METRICS,
         policy=feedforward_policy(policy_act),
         with_budget=lambda state, total_steps: state,
         to_checkpoint=to_checkpoint,
         from_checkpoint=from_checkpoint,
+        run_cpu_level=1,
     )
     return SAC(**vars(agent), q_values=jax.jit(q_values))
