@@ -209,8 +209,9 @@ def make_offpolicy_iteration(
             the buffer keeps raw observations).
         env: The training batch.
         buffer: Each seed's replay (:func:`replay_buffer`).
-        act: ``(learner, obs, key, env_steps) -> action`` for one seed: ``obs`` leaves
-            ``(num_envs, ...)`` (normalized if asked), ``env_steps`` int32 ``()``.
+        act: ``(learner, obs, key, env_steps) -> (action, learner)`` for one seed: ``obs``
+            leaves ``(num_envs, ...)`` (normalized if asked), ``env_steps`` int32 ``()``; the
+            learner returned may carry exploration state (SAC's correlated noise).
         learn: ``(learner, batch, weight, key) -> (learner, metrics, priority)`` for one
             seed: ``batch`` a :class:`Transition` with leaves ``(batch_size, n_step, ...)``
             (observations normalized if asked), ``weight`` float32 ``(batch_size,)``
@@ -243,7 +244,7 @@ def make_offpolicy_iteration(
         keys, act_keys = jax.vmap(jax.random.split, out_axes=1)(state.key)
         obs = jax.tree.map(per_seed, state.obs)
         seen = jax.vmap(observe)(state.obs_stats, obs)
-        action = jax.vmap(act, in_axes=(0, 0, 0, None))(
+        action, learner = jax.vmap(act, in_axes=(0, 0, 0, None))(
             state.learner, seen, act_keys, state.env_steps
         )
         env_state, ts = env.step(
@@ -266,6 +267,7 @@ def make_offpolicy_iteration(
             jnp.where(done, per_seed(ts.info["episode_return"]), 0.0).sum(axis=1),
         )
         state = state.replace(
+            learner=learner,
             buffer=jax.vmap(buffer.add)(state.buffer, transition),
             obs_stats=stats,
             env_state=env_state,

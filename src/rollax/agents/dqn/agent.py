@@ -182,8 +182,9 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         random = jax.random.randint(k_action, batch, 0, num_actions, jnp.int32)
         return jnp.where(explore, random, greedy)
 
-    def act(learner: DQNLearner, obs: Any, key: PRNGKey, env_steps: jax.Array) -> jax.Array:
-        return epsilon_greedy(learner.params, obs, key, epsilon(learner.hparams, env_steps))
+    def act(learner: DQNLearner, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
+        action = epsilon_greedy(learner.params, obs, key, epsilon(learner.hparams, env_steps))
+        return action, learner
 
     def learn(
         learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey

@@ -11,6 +11,7 @@ then the target critics (Polyak averaging), in Stable-Baselines3's order.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import jax
@@ -71,6 +72,8 @@ class SACLearner:
         critic_opt: Adam's state for the critics.
         alpha_opt: Adam's state for ``log_alpha``.
         hparams: :class:`SACHyperParams`.
+        noise: float32 ``(num_envs, action_dim)``: the standard normal noise of the last
+            action of each environment, with ``exploration_correlation > 0`` (else ``None``).
     """
 
     params: dict[str, Any]
@@ -79,6 +82,7 @@ class SACLearner:
     critic_opt: Any
     alpha_opt: Any
     hparams: SACHyperParams
+    noise: jax.Array | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -151,6 +155,10 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
     def init_learner(key: PRNGKey) -> SACLearner:
         k_actor, k_critic = jax.random.split(key)
+        noise = None
+        if config.exploration_correlation > 0:
+            k_noise = jax.random.fold_in(key, 1)
+            noise = jax.random.normal(k_noise, (config.num_envs, action_dim), jnp.float32)
         obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
         params = {
             "actor": actor.init(k_actor, obs),
@@ -173,6 +181,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
                 tau=scalar(config.tau),
                 target_entropy=scalar(-config.target_entropy_scale * action_dim),
             ),
+            noise=noise,
         )
 
     def init(key: PRNGKey, env_params: EnvParams | None = None) -> OffPolicyState:
@@ -186,8 +195,20 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             init_learner=init_learner,
         )
 
-    def act(learner: SACLearner, obs: Any, key: PRNGKey, env_steps: jax.Array) -> jax.Array:
-        """Policy samples; uniform actions in the box until learning starts."""
+    def act(learner: SACLearner, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
+        """Actions to explore with, and the learner (with its noise moved on).
+
+        Standard: policy samples, uniform actions in the box until learning starts. With
+        ``exploration_correlation``: the policy throughout, driven by correlated noise.
+        """
+        if config.exploration_correlation > 0:
+            rho = config.exploration_correlation
+            fresh = jax.random.normal(key, learner.noise.shape, jnp.float32)
+            # AR(1) with a standard normal marginal: the policy's distribution at each step
+            # is unchanged, only successive draws are correlated.
+            noise = rho * learner.noise + math.sqrt(1.0 - rho**2) * fresh
+            action, _ = policy(learner.params["actor"], obs).from_noise(noise)
+            return action, learner.replace(noise=noise)
         k_policy, k_uniform = jax.random.split(key)
         sampled = policy(learner.params["actor"], obs).sample(k_policy)
         uniform = jax.random.uniform(
@@ -197,7 +218,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             jnp.broadcast_to(low, sampled.shape),
             jnp.broadcast_to(high, sampled.shape),
         )
-        return jnp.where(env_steps < config.learning_starts, uniform, sampled)
+        return jnp.where(env_steps < config.learning_starts, uniform, sampled), learner
 
     def step(opt_state: Any, params: Any, grads: Any, learning_rate: jax.Array) -> tuple[Any, Any]:
         opt_state = opt_state._replace(
