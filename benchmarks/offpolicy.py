@@ -236,6 +236,16 @@ def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
               flush=True)  # fmt: skip
 
 
+def _use_cache(directory: str | None) -> None:
+    """Read and write JAX's persistent compilation cache in ``directory`` (None: no cache)."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    compilation_cache.reset_cache()
+    jax.config.update("jax_enable_compilation_cache", directory is not None)
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
 def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of one algorithm."""
     task = TASKS[algo]
@@ -247,9 +257,9 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
         runs = []
         for seed in range(args.seeds):
             jax.clear_caches()
-            if name == "rollax":  # fills a persistent cache, as `rollax train` does
-                jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
-                jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            # Cold runs compile everything; rollax's also fill a persistent cache of their
+            # own (as `rollax train` does), read by the warm runs below.
+            _use_cache(f"{cache}/{seed}" if name == "rollax" else None)
             runs.append(solver(algo, seed, chunk, args.episodes))
             _print_run(name, f"seed {seed}", runs[-1])
         report[name] = runs
@@ -257,11 +267,11 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     warm = []
     for seed in range(args.seeds):
         jax.clear_caches()
-        jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
+        _use_cache(f"{cache}/{seed}")
         warm.append(rollax_solver(algo, seed, chunk, args.episodes))
         _print_run("rollax", f"seed {seed}, warm cache", warm[-1])
     report["rollax_warm_cache"] = warm
-    jax.config.update("jax_compilation_cache_dir", None)
+    _use_cache(None)
     tput = throughput(algo, args.dqn_tput_steps if algo == "dqn" else args.sac_tput_steps,
                       args.repeats)  # fmt: skip
     report["throughput_steps_per_s"] = tput
