@@ -15,6 +15,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _report(script: str, args: str, timeout: int = 600) -> dict:
+    """Run ``benchmarks/<script>`` with ``args`` in a subprocess; its last line, parsed."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args.split()],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "keys"),
@@ -25,18 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ],
 )
 def test_benchmark_ends_with_json(script, keys):
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / script),
-            *"--sizes 8 --repeats 1 --steps 20".split(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _report(script, "--sizes 8 --repeats 1 --steps 20")
     rows = [row for name, row in report["results"].items() if name.endswith("8")]
     assert rows and all(keys <= set(row) for row in rows)
     if script == "adapters.py":
@@ -46,14 +47,7 @@ def test_benchmark_ends_with_json(script, keys):
 @pytest.mark.slow
 def test_ppo_benchmark_ends_with_json():
     args = "--seeds 1 --batch-seeds 2 --total-steps 5000 --repeats 1 --throughput-steps 2500"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "ppo_cartpole.py"), *args.split()],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _report("ppo_cartpole.py", args, timeout=900)
     assert set(report["throughput_steps_per_s"]) == {"rollax", "rejax"}
     for name in ("rollax_1seed", "rejax_1seed", "rollax_1seed_warm_cache"):
         assert report[name][0]["compile_s"] > 0
@@ -63,14 +57,7 @@ def test_ppo_benchmark_ends_with_json():
 @pytest.mark.slow
 def test_buffers_benchmark_ends_with_json():
     args = "--num-envs 8 --repeats 1 --quick --kinds image"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "buffers.py"), *args.split()],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _report("buffers.py", args, timeout=600)
     table = report["results"]["image"]
     figures = {"add_per_call", "add_scan", "sample", "sample_sequence", "update_priorities"}
     for lib in ("rollax", "flashbax"):
@@ -89,14 +76,7 @@ def test_offpolicy_benchmark_ends_with_json():
         "--algos sac --seeds 1 --sac-total 600 --sac-chunk 300 --episodes 2 --repeats 1 "
         "--sac-tput-steps 300"
     )
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "offpolicy.py"), *args.split()],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _report("offpolicy.py", args, timeout=600)
     sac = report["sac"]
     for lib in ("rollax", "rejax"):
         assert sac[lib][0]["compile_s"] > 0
@@ -111,14 +91,7 @@ def test_pixels_benchmark_ends_with_json():
         "--sizes 8 --steps 5 --repeats 1 --gym-frames 5 --cap-s 1 --chunk 2048 --episodes 2 "
         "--no-augment-run --seeds 1 --minatar-steps 8192"
     )
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "pixels.py"), *args.split()],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _report("pixels.py", args, timeout=900)
     assert report["render"]["8"]["rollax_pixel_frames_per_s"] > 0
     assert report["render"]["gymnasium_rgb_array_frames_per_s"] > 0
     assert report["pixel_cartpole"]["augment_true"]["curve_steps_train_s_return"]

@@ -15,7 +15,8 @@ Every buffer is a frozen config whose methods ``init``, ``add``, ``sample``,
 
 from rollax.buffers._common import BufferSample, Transition
 from rollax.buffers._episode import EpisodeBuffer, EpisodeBufferState, EpisodeSample
-from rollax.buffers._trajectory import BufferState, SequenceBuffer, TransitionBuffer
+from rollax.buffers._trajectory import BufferState, SequenceBuffer
+from rollax.buffers._transition import TransitionBuffer
 
 __all__ = [
     "BufferSample",
