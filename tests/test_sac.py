@@ -132,8 +132,12 @@ def test_sac_bootstraps_through_truncation_to_the_infinite_horizon_value():
     np.testing.assert_allclose(q, 10.0, rtol=0.1)
 
 
-def test_resume_with_the_buffer_is_bit_identical(tmp_path):
-    config = PROBE.replace(num_seeds=2, total_steps=600, learning_starts=100)
+@pytest.mark.parametrize("correlation", [0.0, 0.9], ids=["white", "correlated"])
+def test_resume_with_the_buffer_is_bit_identical(tmp_path, correlation):
+    # Correlated exploration keeps its noise in the state: it resumes where it stopped.
+    config = PROBE.replace(
+        num_seeds=2, total_steps=600, learning_starts=100, exploration_correlation=correlation
+    )
     agent = make_sac(config, "Pendulum-v1")
     start = agent.init(jax.random.key(4))
     whole, _ = agent.run(start, 600)
