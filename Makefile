@@ -6,9 +6,10 @@ PIP := $(PY) -m pip
 # What is installed: rollax alone (training, plots, GIFs: what `make demo` needs), or with
 # the test and benchmark extras (torch, torchrl, brax, the peer libraries).
 CORE_STAMP := $(VENV)/.rollax-core
+DOCS_STAMP := $(VENV)/.rollax-docs
 DEV_STAMP := $(VENV)/.rollax-dev
 
-.PHONY: install install-dev demo test test-fast lint format bench constraints clean
+.PHONY: install install-dev demo test test-fast lint format docs bench constraints clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +20,14 @@ $(CORE_STAMP): $(PY) pyproject.toml constraints.txt
 	$(PIP) install --quiet -c constraints.txt -e .
 	touch $@
 
+$(DOCS_STAMP): $(PY) pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e ".[docs]"
+	touch $@ $(CORE_STAMP)
+
+# dev includes the docs tools (the suite builds the site).
 $(DEV_STAMP): $(PY) pyproject.toml constraints.txt
 	$(PIP) install --quiet -c constraints.txt -e ".[dev,bench]"
-	touch $@ $(CORE_STAMP)
+	touch $@ $(CORE_STAMP) $(DOCS_STAMP)
 
 install: $(CORE_STAMP)
 install-dev: $(DEV_STAMP)
@@ -36,9 +42,11 @@ demo: $(CORE_STAMP)
 
 ## make test: the whole suite, slow tests included, after a lint check, on two workers
 ## (pytest-xdist; compiling is single-threaded, so two processes keep both cores busy).
+## tests/test_docs.py builds the documentation with --strict and runs every Python block of
+## README.md and docs/*.md.
 test: $(DEV_STAMP)
-	$(PY) -m ruff check src tests benchmarks examples
-	$(PY) -m ruff format --check src tests benchmarks examples
+	$(PY) -m ruff check src tests benchmarks examples docs/*.py
+	$(PY) -m ruff format --check src tests benchmarks examples docs/*.py
 	$(PY) -m pytest -n 2 --durations=25
 
 ## make test-fast: the suite without the tests marked slow.
@@ -46,12 +54,18 @@ test-fast: $(DEV_STAMP)
 	$(PY) -m pytest -m "not slow"
 
 lint: $(DEV_STAMP)
-	$(PY) -m ruff check src tests benchmarks examples
-	$(PY) -m ruff format --check src tests benchmarks examples
+	$(PY) -m ruff check src tests benchmarks examples docs/*.py
+	$(PY) -m ruff format --check src tests benchmarks examples docs/*.py
 
 format: $(DEV_STAMP)
-	$(PY) -m ruff check --fix src tests benchmarks examples
-	$(PY) -m ruff format src tests benchmarks examples
+	$(PY) -m ruff check --fix src tests benchmarks examples docs/*.py
+	$(PY) -m ruff format src tests benchmarks examples docs/*.py
+
+## make docs: the documentation site (mkdocs.yml, docs/) built into site/; --strict, as the
+## test suite builds it, so a broken link or API reference fails here too.
+docs: $(DOCS_STAMP)  # NO_MKDOCS_2_WARNING: hides Material's end-of-life notice (May 2027)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+	@echo "Documentation: site/index.html"
 
 ## make bench: every benchmark in benchmarks/, each ending with one JSON line.
 bench: $(DEV_STAMP)
@@ -67,4 +81,4 @@ constraints: $(DEV_STAMP)
 	mv constraints.new constraints.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info site

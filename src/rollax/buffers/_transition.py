@@ -19,7 +19,7 @@ class TransitionBuffer:
     at an episode end) or any pytree. ``sample`` returns leaves ``(batch_size, ...)``. The
     same pure functions and in-place ``add`` as :class:`SequenceBuffer`::
 
-        buffer = TransitionBuffer(capacity=1_000_000, num_envs=256)
+        buffer = TransitionBuffer(capacity=1_048_576, num_envs=256)
         state = buffer.init(Transition.from_step(obs[0], action[0], timestep_of_one_env))
         add = jax.jit(buffer.add, donate_argnums=0)
         state = add(state, Transition.from_step(obs, action, timestep))  # leaves (256, ...)

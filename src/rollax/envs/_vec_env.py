@@ -82,7 +82,9 @@ class VecEnv:
             independent environments (leading batch axis on every array).
         autoreset_mode: One of :data:`AUTORESET_MODES`.
         reset_strategy: One of :data:`rollax.envs.RESET_STRATEGIES`, or ``None`` for the
-            default (``"pool"`` from 16 environments, ``"on_done"`` below and for one environment).
+            default of :func:`rollax.envs.default_reset_strategy` (on the CPU ``"pool"`` from
+            16 environments, ``"on_done"`` below and for one environment; on accelerators
+            ``"every_step"``, or ``"pool"`` for an environment with a costly reset).
         env_id: The registered id, for messages.
         block_size: ``"compact"`` only: environments reset per block.
         refill_size: ``"pool"`` only: fresh states drawn per refill (at least ``num_envs``).

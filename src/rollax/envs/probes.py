@@ -4,21 +4,16 @@ Each probe isolates one thing an agent must get right (after Andy Jones's "debug
 probes). Observations are float32 ``(1,)``; actions are ``Discrete(2)`` or, with
 ``continuous=True``, a float32 ``(1,)`` in ``[-1, 1]``. With discount ``gamma``:
 
-=============== ======================================= =====================================
-kind            what happens                            optimal values
-=============== ======================================= =====================================
-``one_step``    observe 0, reward 1, terminate          ``V = 1``
-``observation`` observe +1 or -1 (at random), reward    ``V(o) = o``
-                that value, terminate
-``delayed``     observe 0, reward 0; observe 1, reward  ``V(0) = gamma``, ``V(1) = 1``
-                1, terminate
-``action``      observe 0; discrete: reward +1 for      ``Q(0, 1) = 1``, ``Q(0, 0) = -1``;
-                action 1, -1 for 0; continuous: reward  continuous ``Q(0, a) = a``
-                ``a``; terminate
-``truncation``  observe 0, reward 1, never terminate;   ``V = 1 / (1 - gamma)``: only a
-                the time limit truncates every          learner that bootstraps through
-                ``max_episode_steps``                   truncation gets it
-=============== ======================================= =====================================
+- ``one_step``: observe 0, reward 1, terminate. ``V = 1``.
+- ``observation``: observe +1 or -1 (at random), reward that value, terminate.
+  ``V(o) = o``.
+- ``delayed``: observe 0, reward 0; observe 1, reward 1, terminate. ``V(0) = gamma``,
+  ``V(1) = 1``.
+- ``action``: observe 0; discrete: reward +1 for action 1, -1 for 0; continuous: reward
+  ``a``; terminate. ``Q(0, 1) = 1``, ``Q(0, 0) = -1``; continuous ``Q(0, a) = a``.
+- ``truncation``: observe 0, reward 1, never terminate; the time limit truncates every
+  ``max_episode_steps``. ``V = 1 / (1 - gamma)``: only a learner that bootstraps through
+  truncation gets it.
 """
 
 from __future__ import annotations

@@ -122,8 +122,10 @@ class CNNEncoder(nn.Module):
     def for_image(shape: Sequence[int], **options) -> CNNEncoder:
         """The default encoder for images of ``shape`` ``(H, W, C)``.
 
-        From 64 pixels a side: the Nature encoder. From 16: :data:`SMALL_ENCODER`. Below
-        (MinAtar's 10x10 boards): :data:`BOARD_ENCODER`. ``options`` override any field.
+        From 64 pixels a side: the Nature encoder. From 16: three 3x3 convolutions at
+        stride 2 (16, 32, 32 channels) and 256 features (``SMALL_ENCODER``). Below (MinAtar's
+        10x10 boards): one 3x3 convolution at stride 1 (8 channels) and 128 features
+        (``BOARD_ENCODER``). ``options`` override any field.
         """
         side = min(shape[0], shape[1])
         sizes = {} if side >= 64 else SMALL_ENCODER if side >= 16 else BOARD_ENCODER

@@ -272,7 +272,13 @@ def evaluate_state(run: Run, episodes: int) -> dict[str, Any]:
 
 
 def evaluate_run(directory: str | Path, episodes: int = 32) -> dict[str, Any]:
-    """Evaluate the newest checkpoint of a run (see :func:`evaluate_state`)."""
+    """Evaluate the newest checkpoint of a run, with the deterministic and the stochastic policy.
+
+    Returns:
+        ``{"env_steps", "episodes_per_seed", "deterministic", "stochastic"}``, each policy's
+        entry holding the ``mean``, ``std`` and ``per_seed_mean`` of the returns over
+        ``episodes`` episodes per seed (the content of a run's ``eval.json``).
+    """
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"--episodes must be a positive integer, got {episodes!r}.")
     return evaluate_state(load_run(directory), episodes)

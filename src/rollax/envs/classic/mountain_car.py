@@ -177,7 +177,7 @@ class MountainCar(Environment[MountainCarState, MountainCarParams]):
         return _observe(state)
 
     def render(self, state: MountainCarState, params: MountainCarParams) -> jax.Array:
-        """See :func:`_render`."""
+        """The hill, the car and the goal flag: uint8 ``(125, 180, 3)``."""
         return _render(state, params)
 
 
@@ -218,5 +218,5 @@ class MountainCarContinuous(Environment[MountainCarState, MountainCarContinuousP
         return _observe(state)
 
     def render(self, state: MountainCarState, params: MountainCarContinuousParams) -> jax.Array:
-        """See :func:`_render`."""
+        """The hill, the car and the goal flag: uint8 ``(125, 180, 3)``."""
         return _render(state, params)
