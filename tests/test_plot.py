@@ -110,6 +110,13 @@ def test_a_run_from_before_per_seed_columns_draws_its_mean_alone(tmp_path):
     np.testing.assert_allclose(ax.lines[0].get_xydata(), [[100, 1.5], [300, 2.5]])
 
 
+def test_a_run_still_writing_its_last_row_is_drawn_without_it(tmp_path):
+    a = write_run(tmp_path / "a", [[1, 3], [2, 6]])
+    with (a / "metrics.csv").open("a") as f:
+        f.write("300,2,0,1000.0,4.0")
+    np.testing.assert_allclose(axes_of(draw_runs([a])).lines[0].get_xdata(), [100, 200])
+
+
 def test_a_resumed_old_run_keeps_its_columns(tmp_path):
     """A run whose metrics.csv predates a column keeps its header when a later version resumes."""
     path = tmp_path / "metrics.csv"

@@ -93,7 +93,8 @@ def _read_curve(directory: Path) -> _Curve | None:
     with run.metrics.open(newline="") as f:
         reader = csv.DictReader(f)
         columns = reader.fieldnames or []
-        rows = list(reader)
+        # A run still training may be writing its last line: a row missing cells is left out.
+        rows = [r for r in reader if None not in r.values()]
     needed = ("env_steps", "steps_per_second", "episode_return")
     missing = [c for c in needed if c not in columns]
     if missing:
