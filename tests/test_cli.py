@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from rollax.training import load_run
+from rollax.training import draw_runs, load_run
 
 TINY = [
     "--num-envs", "4", "--num-steps", "16", "--num-epochs", "2", "--num-minibatches", "2",
@@ -199,12 +199,42 @@ def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):
         (["train", "ppo", "--num-minibatches", "7"], "num_minibatches=7 must divide"),
         (["resume", "/nonexistent/run"], "holds no run"),
         (["eval", "/nonexistent/run"], "holds no run"),
+        (["plot", str(Path(__file__).parent)], "holds no run (no config.json)"),
+        (["plot", "/nonexistent/run"], "RUN_DIR '/nonexistent/run' does not exist"),
+        (["plot"], "the following arguments are required: RUN_DIR"),
+        (["plot", ".", "--x", "wall"], "argument --x: invalid choice: 'wall'"),
     ],
 )
 def test_bad_input_is_a_message_and_status_2(args, message, cli_env):
     proc = rollax(*args, env=cli_env, check=False)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_plot_overlays_runs_with_the_spread_of_their_seeds(tmp_path, cli_env):
+    runs = [tmp_path / "base", tmp_path / "fast"]
+    for run_dir, extra in zip(runs, [[], ["--learning-rate", "0.001"]], strict=True):
+        rollax("train", "ppo", *TINY, "--num-seeds", "2", "--total-steps", "512",
+               "--log-every", "128", "--eval-episodes", "0", "--run-dir", str(run_dir), *extra,
+               env=cli_env)  # fmt: skip
+    rows = [r for r in metrics(runs[0]) if r["episode_return"]]
+    assert rows, "no episode ended"
+    for row in rows:  # each seed's return is logged; episode_return is their mean
+        seeds = [float(row[k]) for k in ("episode_return_seed0", "episode_return_seed1") if row[k]]
+        assert float(row["episode_return"]) == pytest.approx(np.mean(seeds), abs=1e-3)
+
+    out = tmp_path / "plots" / "curves.png"
+    proc = rollax("plot", *map(str, runs), "--out", str(out), "--x", "time", env=cli_env)
+    assert f"Wrote {out} (2 runs)." in proc.stderr
+    assert iio.imread(out).ndim == 3
+    ax = draw_runs(runs, x="time").axes[0]  # what the command drew, as a figure
+    assert len(ax.lines) == 2 and len(ax.collections) == 2  # a mean and a band per run
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "base (PPO, CartPole-v1, 2 seeds)",
+        "fast (PPO, CartPole-v1, 2 seeds)",
+    ]
+    assert ax.get_xlabel().startswith("wall-clock training time")
+    assert draw_runs(runs).axes[0].get_xlabel() == "environment steps per seed"
 
 
 def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(tmp_path, cli_env):

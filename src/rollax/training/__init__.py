@@ -7,6 +7,8 @@
 - One evaluator for every agent, with the state's params and episode limit.
 - Runs on disk: :func:`train`, :func:`resume`, :func:`load_run`, :func:`evaluate_run`,
   :func:`write_video`, with metrics, progress, checkpoints, a NaN guard and clean stops.
+- Learning curves: :func:`plot_runs` (:func:`draw_runs`) overlays several runs, the mean
+  over each run's seeds with a band for their spread.
 - Configuration files decoded by field type, and the random keys of a run.
 """
 
@@ -23,7 +25,7 @@ from rollax.training._envs import training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
 from rollax.training._keys import RunKeys, run_keys
 from rollax.training._loop import COMMON_METRICS, TrainingDiverged
-from rollax.training._plots import plot_curve
+from rollax.training._plots import draw_runs, plot_curve, plot_runs
 from rollax.training._registry import (
     Algorithm,
     algorithm_for_config,
@@ -63,6 +65,7 @@ __all__ = [
     "check_video_path",
     "config_to_json",
     "decode_config",
+    "draw_runs",
     "enable_compilation_cache",
     "evaluate_run",
     "feedforward_policy",
@@ -71,6 +74,7 @@ __all__ = [
     "make_evaluator",
     "params_for_batch",
     "plot_curve",
+    "plot_runs",
     "record_episode",
     "register",
     "resume",

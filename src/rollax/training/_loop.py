@@ -29,7 +29,7 @@ from rollax.training._plots import plot_curve
 from rollax.training._progress import Progress
 from rollax.training._run import Run, evaluate_state
 from rollax.training._run_dir import write_atomic
-from rollax.training._sinks import CsvSink, TensorBoardSink
+from rollax.training._sinks import CsvSink, TensorBoardSink, seed_return_fields
 
 __all__ = ["COMMON_METRICS", "TrainingDiverged", "metric_fields", "train_loop"]
 
@@ -41,7 +41,8 @@ COMMON_METRICS = (
     "episode_return",
     "episodes",
 )
-"""The columns of ``metrics.csv`` every agent has, before its own ``metric_names``."""
+"""The columns of ``metrics.csv`` every agent has, before its own ``metric_names`` (and, with
+several seeds, each seed's return: :func:`~rollax.training._sinks.seed_return_fields`)."""
 
 
 class TrainingDiverged(RuntimeError):
@@ -50,7 +51,7 @@ class TrainingDiverged(RuntimeError):
 
 def metric_fields(run: Run) -> tuple[str, ...]:
     """The columns of the run's ``metrics.csv``."""
-    return COMMON_METRICS + run.agent.metric_names
+    return COMMON_METRICS + run.agent.metric_names + seed_return_fields(run.agent.num_seeds)
 
 
 def _round_up(steps: int, unit: int) -> int:
@@ -88,7 +89,8 @@ def train_loop(run: Run) -> None:
     fields = metric_fields(run)
     directory = run.directory
     csv_sink = CsvSink(directory.metrics, fields)
-    tensorboard = TensorBoardSink(directory.tensorboard, fields[3:], run.env_steps or None)
+    scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
+    tensorboard = TensorBoardSink(directory.tensorboard, scalars, run.env_steps or None)
     progress = Progress(run.algorithm.name.upper(), total, run.env_steps, rc.progress)
     last_ckpt = run.env_steps
     recent: float | None = None
@@ -175,7 +177,7 @@ def _stop_diverged(run: Run, previous: Any, metrics: dict) -> None:
 
 
 def _row(run: Run, metrics: dict, seconds: float, chunk: int, returns: float | None) -> dict:
-    """A metrics.csv row; ``episode_return`` is empty when no episode ended in the chunk."""
+    """A metrics.csv row; a return is empty when no episode ended in the chunk (for that seed)."""
     row: dict[str, Any] = {
         "env_steps": run.env_steps,
         "updates": int(run.state.updates),
@@ -186,6 +188,9 @@ def _row(run: Run, metrics: dict, seconds: float, chunk: int, returns: float | N
     }
     for name in run.agent.metric_names:
         row[name] = f"{float(np.mean(metrics[name])):.6g}"
+    ended, per_seed = np.asarray(metrics["episodes"]), np.asarray(metrics["episode_return"])
+    for seed, name in enumerate(seed_return_fields(run.agent.num_seeds)):
+        row[name] = f"{float(per_seed[seed]):.4f}" if ended[seed] > 0 else ""
     return row
 
 

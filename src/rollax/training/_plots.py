@@ -1,43 +1,375 @@
-"""The learning curve of a run, drawn from its ``metrics.csv``."""
+"""Learning curves drawn from runs' ``metrics.csv``: one run's ``curve.png``, several overlaid.
+
+Each run is drawn as the mean episode return over its seeds, with a band for their spread
+where ``metrics.csv`` holds each seed's return (runs of several seeds since those columns
+exist; older runs and single seeds draw the mean alone). The x axis is environment steps per
+seed, or wall-clock training time: the seconds the training intervals took, summed, as
+``metrics.csv`` records them (``steps_per_second``). Compilation (done before the first
+interval), checkpoint writes and the pauses between the sessions of a resumed run are not
+counted, so the time axis compares what the runs' training programs cost.
+"""
 
 from __future__ import annotations
 
 import csv
-import json
-import os
+import dataclasses
+import io
+import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["plot_curve"]
+import numpy as np
+
+from rollax.training._run_dir import RunDirectory, write_atomic
+from rollax.training._sinks import seed_return_fields
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["BANDS", "X_AXES", "draw_runs", "plot_curve", "plot_runs"]
+
+X_AXES = ("steps", "time")
+"""What a curve is drawn against: environment steps per seed, or wall-clock training time."""
+BANDS = ("std", "minmax", "none")
+"""The band around each mean: one standard deviation over the seeds either side, the lowest
+to the highest seed, or none."""
+_BAND_NOTES = {"std": "band: ±1 std over seeds", "minmax": "band: min to max over seeds"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Curve:
+    """One run's learning curve as its ``metrics.csv`` records it, one entry per logged row.
+
+    Attributes:
+        directory: The run directory.
+        algo: The algorithm's registered name (``""`` if the config does not say).
+        env: The environment id.
+        num_seeds: Seeds trained at once.
+        env_steps: int64 ``(rows,)``: environment steps per seed at the end of each interval.
+        seconds: float64 ``(rows,)``: wall-clock seconds the training intervals took, summed
+            up to the end of each (compilation, checkpoints and pauses not counted).
+        returns: float64 ``(rows, columns)``: the mean return of the episodes that ended in each
+            interval, NaN where none did; one column per seed where the run recorded them,
+            else one column, the mean over seeds.
+    """
+
+    directory: Path
+    algo: str
+    env: str
+    num_seeds: int
+    env_steps: np.ndarray
+    seconds: np.ndarray
+    returns: np.ndarray
+
+    @property
+    def per_seed(self) -> bool:
+        """Whether ``returns`` holds one column per seed (so a spread can be drawn)."""
+        return self.returns.shape[1] > 1
+
+
+def _number(text: str) -> float:
+    return float(text) if text != "" else math.nan
+
+
+def _read_curve(directory: Path) -> _Curve | None:
+    """The curve of the run in ``directory``; ``None`` while no episode has ended.
+
+    Raises:
+        ValueError: not a run directory, or a ``metrics.csv`` without its columns.
+    """
+    run = RunDirectory(directory)
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise ValueError(f"RUN_DIR {str(directory)!r} {what}.")
+    stored = run.read_config()
+    algo = str(stored.get("algo", ""))
+    section = stored.get("config", stored.get(algo, {}))  # older runs: under the algo's name
+    num_seeds = section.get("num_seeds") if isinstance(section, dict) else None
+    if not isinstance(num_seeds, int) or num_seeds < 1:
+        raise ValueError(f"{run.config} does not say how many seeds the run trained (num_seeds).")
+    if not run.metrics.is_file():
+        return None
+    with run.metrics.open(newline="") as f:
+        reader = csv.DictReader(f)
+        columns = reader.fieldnames or []
+        # A run still training may be writing its last line: a row missing cells is left out.
+        rows = [r for r in reader if None not in r.values()]
+    needed = ("env_steps", "steps_per_second", "episode_return")
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise ValueError(f"{run.metrics} lacks the column(s) {', '.join(missing)}.")
+    seeds = seed_return_fields(num_seeds)
+    value_columns = list(seeds) if seeds and set(seeds) <= set(columns) else ["episode_return"]
+    env_steps = np.array([int(r["env_steps"]) for r in rows], np.int64)
+    intervals = np.diff(env_steps, prepend=0) * num_seeds
+    rates = np.array([float(r["steps_per_second"]) for r in rows], np.float64)
+    returns = np.array([[_number(r[c]) for c in value_columns] for r in rows], np.float64)
+    if not np.isfinite(returns).any():
+        return None
+    return _Curve(
+        directory=directory,
+        algo=algo,
+        env=str(stored.get("env", "")),
+        num_seeds=num_seeds,
+        env_steps=env_steps,
+        seconds=np.cumsum(intervals / rates),
+        returns=returns,
+    )
+
+
+def _curve(directory: Path) -> _Curve:
+    """:func:`_read_curve`, with an error where there is nothing to draw."""
+    curve = _read_curve(directory)
+    if curve is None:
+        metrics = RunDirectory(directory).metrics
+        what = "has no metrics.csv" if not metrics.is_file() else "logged no finished episode"
+        raise ValueError(
+            f"RUN_DIR {str(directory)!r} {what} yet: it has no learning curve to draw (a row "
+            f"is logged every --log-every steps, with the return of the episodes that ended)."
+        )
+    return curve
+
+
+def _smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing mean over ``window`` rows of the values present, per column.
+
+    Args:
+        values: float64 ``(rows, columns)``, NaN where there is no value.
+        window: Rows averaged (1: unchanged).
+
+    Returns:
+        float64 ``(rows, columns)``: each row's mean of the values in it and the
+        ``window - 1`` rows before; NaN where all of them are NaN.
+    """
+    if window == 1:
+        return values
+    present = ~np.isnan(values)
+    zero = np.zeros((1, values.shape[1]))
+    sums = np.concatenate([zero, np.cumsum(np.where(present, values, 0.0), axis=0)])
+    counts = np.concatenate([zero, np.cumsum(present, axis=0)])
+    end = np.arange(1, len(values) + 1)
+    start = np.maximum(end - window, 0)
+    total, count = sums[end] - sums[start], counts[end] - counts[start]
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _over_seeds(values: np.ndarray, band: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's mean over the columns present, and the band's edges (NaN under 2 values).
+
+    Args:
+        values: float64 ``(rows, seeds)``, NaN where a seed has no value.
+        band: One of :data:`BANDS`.
+
+    Returns:
+        float64 ``(rows,)`` each: ``mean`` (NaN where no seed has a value), ``low``, ``high``.
+    """
+    present = ~np.isnan(values)
+    count = present.sum(axis=1)
+    filled = np.where(present, values, 0.0)
+    mean = np.where(count > 0, filled.sum(axis=1) / np.maximum(count, 1), np.nan)
+    spread = count >= 2
+    if band == "std":
+        variance = np.where(present, (values - mean[:, None]) ** 2, 0.0).sum(axis=1)
+        std = np.sqrt(variance / np.maximum(count, 1))
+        low, high = mean - std, mean + std
+    else:
+        low = np.where(present, values, np.inf).min(axis=1)
+        high = np.where(present, values, -np.inf).max(axis=1)
+    return mean, np.where(spread, low, np.nan), np.where(spread, high, np.nan)
+
+
+def _time_unit(seconds: float) -> tuple[str, float]:
+    """The unit that reads best for a span of ``seconds``, and its length in seconds."""
+    if seconds < 600:
+        return "s", 1.0
+    if seconds < 3 * 3600:
+        return "min", 60.0
+    return "h", 3600.0
+
+
+def _labels(curves: Sequence[_Curve]) -> list[str]:
+    """One legend entry per run: its directory's name, algorithm, environment and seeds."""
+    names = [c.directory.resolve().name for c in curves]
+    if len(set(names)) < len(names):  # same names in different places: the paths as given
+        names = [str(c.directory) for c in curves]
+    return [
+        f"{name} ({c.algo.upper()}, {c.env}, {c.num_seeds} seed{'s' * (c.num_seeds > 1)})"
+        for name, c in zip(names, curves, strict=True)
+    ]
+
+
+def _title(curves: Sequence[_Curve]) -> str:
+    algos = {c.algo.upper() for c in curves}
+    envs = {c.env for c in curves}
+    if len(envs) == 1 and len(algos) == 1:
+        return f"{algos.pop()} on {envs.pop()}"
+    if len(envs) == 1:
+        return envs.pop()
+    return f"{len(curves)} runs"
+
+
+def _draw(curves: Sequence[_Curve], x: str, smooth: int, band: str, title: str | None) -> Figure:
+    """A figure of ``curves``: per run, a mean line and (with several seeds) a band."""
+    from matplotlib.figure import Figure
+
+    several = len(curves) > 1
+    fig = Figure(figsize=(7.5, 4.5) if several else (6, 3.5), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    unit, scale = _time_unit(max(float(c.seconds[-1]) for c in curves)) if x == "time" else ("", 1)
+    banded = False
+    for curve, label in zip(curves, _labels(curves), strict=True):
+        xs = curve.env_steps if x == "steps" else curve.seconds / scale
+        mean, low, high = _over_seeds(_smooth(curve.returns, smooth), band)
+        keep = ~np.isnan(mean)
+        (line,) = ax.plot(xs[keep], mean[keep], label=label)
+        if band != "none" and curve.per_seed:
+            edges = ~np.isnan(low[keep])
+            ax.fill_between(
+                xs[keep],
+                np.where(edges, low[keep], mean[keep]),
+                np.where(edges, high[keep], mean[keep]),
+                where=edges,
+                color=line.get_color(),
+                alpha=0.2,
+                linewidth=0,
+            )
+            banded = True
+    ax.set_xlabel(
+        "environment steps per seed"
+        if x == "steps"
+        else f"wall-clock training time ({unit}; compilation excluded)"
+    )
+    ax.set_ylabel("episode return (mean over seeds)")
+    notes = [_BAND_NOTES[band]] if banded else []
+    if smooth > 1:
+        notes.append(f"trailing mean of {smooth} logging intervals")
+    heading = title if title is not None else _title(curves)
+    ax.set_title("\n".join([heading, "; ".join(notes)]) if notes else heading)
+    ax.grid(alpha=0.3)
+    if several:
+        ax.legend(fontsize="small")
+    return fig
+
+
+def _save(fig: Figure, out: Path) -> Path:
+    """Write ``fig`` to ``out`` atomically, in the format its suffix names."""
+    data = io.BytesIO()
+    fig.savefig(data, format=out.suffix[1:].lower())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, data.getvalue())
+    return out
+
+
+def _check_options(x: str, smooth: int, band: str) -> None:
+    if x not in X_AXES:
+        raise ValueError(f"x must be one of {', '.join(X_AXES)}, got {x!r}.")
+    if band not in BANDS:
+        raise ValueError(f"band must be one of {', '.join(BANDS)}, got {band!r}.")
+    if isinstance(smooth, bool) or not isinstance(smooth, int) or smooth < 1:
+        raise ValueError(
+            f"smooth must be a whole number of logging intervals >= 1 (1: none), got {smooth!r}."
+        )
+
+
+def draw_runs(
+    run_dirs: Sequence[str | Path],
+    *,
+    x: Literal["steps", "time"] = "steps",
+    smooth: int = 1,
+    band: Literal["std", "minmax", "none"] = "std",
+    title: str | None = None,
+) -> Figure:
+    """The learning curves of several runs overlaid in one matplotlib figure.
+
+    Each run is a line: the mean over its seeds of the return of the episodes that ended in
+    each logging interval. Runs of several seeds get a band of the same colour for the
+    spread across seeds (runs written before ``metrics.csv`` held each seed's return draw
+    the mean alone). The legend names each run's directory, algorithm, environment and
+    seeds.
+
+    Args:
+        run_dirs: Run directories (each with ``config.json`` and ``metrics.csv``).
+        x: ``"steps"``: environment steps per seed; ``"time"``: wall-clock seconds the
+            training intervals took, summed (compilation, checkpoint writes and pauses
+            between the sessions of a resumed run not counted).
+        smooth: Each point is the trailing mean of this many logging intervals (1: none),
+            taken per seed before the mean and spread.
+        band: ``"std"``: one standard deviation over the seeds either side of the mean;
+            ``"minmax"``: from the lowest seed to the highest; ``"none"``.
+        title: The figure's title; ``None``: the algorithm and environment the runs share.
+
+    Returns:
+        A ``matplotlib.figure.Figure`` (not registered with pyplot) with one axes.
+
+    Raises:
+        TypeError: ``run_dirs`` is a single path rather than a sequence of them.
+        ValueError: no run directories, an unknown ``x`` or ``band``, a ``smooth`` below 1,
+            or a directory that is not a run or has no finished episode logged yet.
+
+    Examples:
+        >>> fig = draw_runs(["runs/ppo-a", "runs/ppo-b"], x="time", smooth=5)  # doctest: +SKIP
+    """
+    if isinstance(run_dirs, str | Path):
+        raise TypeError(
+            f"run_dirs must be a sequence of run directories, got the single path "
+            f"{str(run_dirs)!r}; pass [{str(run_dirs)!r}]."
+        )
+    dirs = [Path(d) for d in run_dirs]
+    if not dirs:
+        raise ValueError("run_dirs is empty: give at least one run directory.")
+    _check_options(x, smooth, band)
+    return _draw([_curve(d) for d in dirs], x, smooth, band, title)
+
+
+def plot_runs(
+    run_dirs: Sequence[str | Path],
+    out: str | Path = "curves.png",
+    *,
+    x: Literal["steps", "time"] = "steps",
+    smooth: int = 1,
+    band: Literal["std", "minmax", "none"] = "std",
+    title: str | None = None,
+) -> Path:
+    """Draw the learning curves of several runs in one picture (:func:`draw_runs`) to ``out``.
+
+    What ``rollax plot RUN_DIR... --out FILE`` runs. The file is written atomically (a
+    temporary file, then a rename), in the format its suffix names (``.png``, ``.pdf``,
+    ``.svg``, ...); missing parent directories are made.
+
+    Args:
+        run_dirs: Run directories.
+        out: The picture's path.
+        x: See :func:`draw_runs`.
+        smooth: See :func:`draw_runs`.
+        band: See :func:`draw_runs`.
+        title: See :func:`draw_runs`.
+
+    Returns:
+        ``out`` as a path.
+
+    Raises:
+        TypeError, ValueError: as :func:`draw_runs`, and an ``out`` whose suffix is no image
+            format matplotlib writes.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(out)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix[1:].lower() not in formats:
+        raise ValueError(
+            f"out {str(out)!r} must end in one of {', '.join('.' + f for f in formats)}."
+        )
+    return _save(draw_runs(run_dirs, x=x, smooth=smooth, band=band, title=title), path)
 
 
 def plot_curve(directory: Path) -> Path | None:
-    """Draw ``curve.png`` (episode return against environment steps) from ``metrics.csv``."""
-    path = directory / "metrics.csv"
-    if not path.is_file():
-        return None
-    with path.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["episode_return"] != ""]
-    if not rows:
-        return None
-    import matplotlib
+    """Draw the run's ``curve.png`` (:func:`draw_runs` of the run alone, against steps).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps = [int(r["env_steps"]) for r in rows]
-    returns = [float(r["episode_return"]) for r in rows]
-    config = json.loads((directory / "config.json").read_text())
-    title = f"{config.get('algo', '').upper()} on {config['env']}"
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.plot(steps, returns)
-    ax.set_xlabel("environment steps per seed")
-    ax.set_ylabel("episode return (mean over seeds)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    out = directory / "curve.png"
-    tmp = directory / f".curve.tmp-{os.getpid()}.png"
-    fig.savefig(tmp)
-    plt.close(fig)
-    os.replace(tmp, out)
-    return out
+    Returns:
+        The file, or ``None`` while ``metrics.csv`` holds no finished episode.
+    """
+    curve = _read_curve(Path(directory))
+    if curve is None:
+        return None
+    return _save(_draw([curve], "steps", 1, "std", None), RunDirectory(Path(directory)).curve)

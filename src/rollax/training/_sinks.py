@@ -9,7 +9,17 @@ from typing import Any, Protocol
 
 from rollax.training._run_dir import is_writer
 
-__all__ = ["CsvSink", "MetricSink", "TensorBoardSink"]
+__all__ = ["CsvSink", "MetricSink", "TensorBoardSink", "seed_return_fields"]
+
+
+def seed_return_fields(num_seeds: int) -> tuple[str, ...]:
+    """The ``metrics.csv`` columns of each seed's mean episode return (several seeds only).
+
+    ``episode_return_seed0``, ``episode_return_seed1``, ...: the mean return of the episodes
+    that seed ended in the interval, empty where it ended none. With one seed there are none
+    (``episode_return`` is that seed's).
+    """
+    return tuple(f"episode_return_seed{i}" for i in range(num_seeds)) if num_seeds > 1 else ()
 
 
 class MetricSink(Protocol):
@@ -25,6 +35,10 @@ class MetricSink(Protocol):
 class CsvSink:
     """Rows appended to a CSV file, flushed after each, so a kill loses at most one row.
 
+    A file that exists already keeps its header: rows continue in its columns, so a run
+    resumed by a version that logs more columns stays one readable table (a column it lacks
+    is not written, a column the rows lack is left empty).
+
     Args:
         path: The file; a new one gets a header of ``fields``.
         fields: The columns, in order.
@@ -35,15 +49,20 @@ class CsvSink:
         self._file = None
         if not is_writer():
             return
-        new = not path.is_file()
+        header = None
+        if path.is_file():
+            with path.open(newline="") as f:
+                header = next(csv.reader(f), None)
         self._file = path.open("a", newline="")
         self._rows = csv.writer(self._file)
-        if new:
+        if header:
+            self.fields = tuple(header)
+        else:
             self._rows.writerow(self.fields)
 
     def write(self, step: int, row: dict[str, Any]) -> None:
         if self._file is not None:
-            self._rows.writerow([row[k] for k in self.fields])
+            self._rows.writerow([row.get(k, "") for k in self.fields])
             self._file.flush()
 
     def close(self) -> None:
