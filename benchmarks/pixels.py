@@ -1,6 +1,6 @@
-"""Pixels: rendering throughput, PPO on pixel CartPole, and PPO on Breakout-MinAtar vs rejax.
+"""Pixels: rendering throughput and PPO on pixel CartPole.
 
-Three parts, in one process (``--parts`` picks some):
+Two parts, in one process (``--parts`` picks some):
 
 ``render``: frames per second of ``PixelCartPole-v1`` at its default resolution (one
   camera, 16 x 64), ``--sizes`` environments (256 and 1,024) stepped with random actions
@@ -18,30 +18,18 @@ Three parts, in one process (``--parts`` picks some):
   Time to 400 = compile (``agent.warmup``) + training time up to the first evaluation with
   a mean return >= 400; a run stops there or after ``--cap-s`` seconds of training.
 
-``minatar``: ``gymnax/Breakout-MinAtar`` for ``--minatar-steps`` (1M) environment steps,
-  ``--seeds`` (3) seeds one after the other, rollax's PPO with its vision network
-  (``PRESETS["gymnax/Breakout-MinAtar"]``, images ``{"pixels/board": uint8 10x10x4}``) and
-  rejax's PPO with its MinAtar settings (64 envs, 128 steps, 4 epochs, 8 minibatches,
-  lr 5e-4, gamma 0.999, a 256x256 MLP on the flattened board, rejax's defaults otherwise:
-  swish, lambda 0.95, clip 0.2, entropy 0.01, no gradient clipping, constant learning
-  rate). Wall time per seed = compile + training of the whole budget. Final return = mean
-  over ``--episodes`` episodes of the final policy with sampled actions, each library with
-  its own evaluator, not timed. rejax 0.1.3 expects gymnax's old 5-value ``step``; its
-  environment is adapted (done = terminated or truncated).
+PPO on gymnax's MinAtar games against rejax is part of ``benchmarks/returns.py``.
 
 Ratios are rollax / peer. The last line printed is one JSON object with every figure.
 
 Usage:
-    python benchmarks/pixels.py [--parts render cartpole minatar] [--seeds 3]
-        [--minatar-steps 1000000] [--cap-s 900] [--sizes 256 1024]
+    python benchmarks/pixels.py [--parts render cartpole] [--cap-s 900] [--sizes 256 1024]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import statistics
 import time
 from typing import Any
 
@@ -49,18 +37,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _common import FiveValueStep, median_seconds, random_actions, rollax_rollout
+from _common import median_seconds, random_actions, rollax_rollout
 
 PIXEL_TARGET = 400.0
-
-REJAX_MINATAR = dict(
-    num_envs=64,
-    num_steps=128,
-    num_epochs=4,
-    num_minibatches=8,
-    learning_rate=5e-4,
-    gamma=0.999,
-)
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -188,98 +167,13 @@ def pixel_cartpole_time_to(
     }
 
 
-# ---------------------------------------------------------------------------- MinAtar
-
-
-def rollax_minatar(seed: int, total: int, episodes: int) -> dict[str, Any]:
-    """rollax PPO with the vision network on Breakout-MinAtar: wall time and final return."""
-    from rollax.agents.ppo import PRESETS, make_ppo
-
-    config = PRESETS["gymnax/Breakout-MinAtar"].replace(total_steps=total)
-    jax.clear_caches()
-    start = time.perf_counter()
-    agent = make_ppo(config, "gymnax/Breakout-MinAtar")
-    agent.warmup()
-    state = agent.init(jax.random.key(seed))
-    state, _ = agent.run(state, total)
-    jax.block_until_ready(state)
-    wall = time.perf_counter() - start
-    returns = agent.evaluate(state, jax.random.key(10_000 + seed), episodes, False)
-    return {"wall_s": wall, "final_return": float(np.mean(np.asarray(returns)))}
-
-
-def rejax_minatar(seed: int, total: int, episodes: int) -> dict[str, Any]:
-    """rejax's PPO with its MinAtar settings: wall time and final return."""
-    import gymnax
-    from rejax import PPO
-    from rejax.evaluate import evaluate
-
-    env, env_params = gymnax.make("Breakout-MinAtar")
-    env = FiveValueStep(env)
-    algo = PPO.create(
-        env=env,
-        env_params=env_params,
-        agent_kwargs={"hidden_layer_sizes": (256, 256)},
-        **REJAX_MINATAR,
-        total_timesteps=total,
-        eval_freq=total,
-        skip_initial_evaluation=True,
-    )
-    algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
-    jax.clear_caches()
-    start = time.perf_counter()
-    train = jax.jit(lambda key: algo.train(key)[0])
-    ts = jax.block_until_ready(train(jax.random.key(seed)))
-    wall = time.perf_counter() - start
-    horizon = int(env_params.max_steps_in_episode)
-    returns = jax.jit(
-        lambda ts, key: evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
-    )(ts, jax.random.key(10_000 + seed))
-    return {"wall_s": wall, "final_return": float(np.mean(np.asarray(returns)))}
-
-
-def minatar(seeds: int, total: int, episodes: int) -> dict[str, Any]:
-    """Both libraries, seed after seed, and the median figures."""
-    from rollax.agents.ppo import PRESETS
-
-    report: dict[str, Any] = {
-        "rollax_config": dataclasses.asdict(PRESETS["gymnax/Breakout-MinAtar"]),
-        "rejax_settings": {**REJAX_MINATAR, "hidden_layer_sizes": [256, 256]},
-    }
-    for name, fn in (("rejax", rejax_minatar), ("rollax", rollax_minatar)):
-        runs = []
-        for seed in range(seeds):
-            runs.append(fn(seed, total, episodes))
-            print(f"Breakout-MinAtar {name:6s} seed {seed}: {total:,} steps in "
-                  f"{runs[-1]['wall_s']:.1f} s (compile included), final return "
-                  f"{runs[-1]['final_return']:.1f}", flush=True)  # fmt: skip
-        report[name] = {
-            "runs": runs,
-            "median_return": statistics.median(r["final_return"] for r in runs),
-            "min_return": min(r["final_return"] for r in runs),
-            "median_wall_s": statistics.median(r["wall_s"] for r in runs),
-        }
-    report["ratio_median_return"] = report["rollax"]["median_return"] / max(
-        report["rejax"]["median_return"], 1e-9
-    )
-    report["ratio_median_wall_s"] = (
-        report["rollax"]["median_wall_s"] / report["rejax"]["median_wall_s"]
-    )
-    print(f"Breakout-MinAtar medians: return rollax {report['rollax']['median_return']:.1f} vs "
-          f"rejax {report['rejax']['median_return']:.1f}; wall rollax "
-          f"{report['rollax']['median_wall_s']:.1f} s vs rejax "
-          f"{report['rejax']['median_wall_s']:.1f} s (ratio "
-          f"{report['ratio_median_wall_s']:.2f})", flush=True)  # fmt: skip
-    return report
-
-
 # ---------------------------------------------------------------------------- main
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["render", "cartpole", "minatar"],
-                        choices=["render", "cartpole", "minatar"])  # fmt: skip
+    parser.add_argument("--parts", nargs="+", default=["render", "cartpole"],
+                        choices=["render", "cartpole"])  # fmt: skip
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--steps", type=int, default=100, help="steps per timed render scan")
     parser.add_argument("--repeats", type=int, default=5)
@@ -289,8 +183,6 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes")
     parser.add_argument("--no-augment-run", action="store_true",
                         help="pixel CartPole: only the run with augmentation")  # fmt: skip
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--minatar-steps", type=int, default=1_048_576)
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
     report: dict[str, Any] = {"args": vars(args)}
@@ -306,8 +198,6 @@ def main() -> None:
                 augment, args.cap_s, args.chunk, args.episodes, seed=0
             )
         report["pixel_cartpole"] = runs
-    if "minatar" in args.parts:
-        report["breakout_minatar"] = minatar(args.seeds, args.minatar_steps, args.episodes)
     print(json.dumps(report))
 
 

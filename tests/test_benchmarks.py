@@ -89,11 +89,19 @@ def test_offpolicy_benchmark_ends_with_json():
 def test_pixels_benchmark_ends_with_json():
     args = (
         "--sizes 8 --steps 5 --repeats 1 --gym-frames 5 --cap-s 1 --chunk 2048 --episodes 2 "
-        "--no-augment-run --seeds 1 --minatar-steps 8192"
+        "--no-augment-run"
     )
     report = _report("pixels.py", args, timeout=900)
     assert report["render"]["8"]["rollax_pixel_frames_per_s"] > 0
     assert report["render"]["gymnasium_rgb_array_frames_per_s"] > 0
     assert report["pixel_cartpole"]["augment_true"]["curve_steps_train_s_return"]
-    minatar = report["breakout_minatar"]
-    assert {"rollax", "rejax", "ratio_median_wall_s"} <= set(minatar)
+
+
+@pytest.mark.slow
+def test_returns_benchmark_ends_with_json():
+    args = "--tasks CartPole-v1 brax/inverted_pendulum --seeds 1 --budget 2048 --episodes 2"
+    report = _report("returns.py", args, timeout=600)
+    row = report["results"]["CartPole-v1"]
+    assert {"rollax", "rejax", "ratio_return", "ratio_wall_s", "return_at_least_peer"} <= set(row)
+    assert row["rollax"]["runs"][0]["steps"] == 2048
+    assert "brax/inverted_pendulum" in report["skipped"]

@@ -117,6 +117,39 @@ def test_asymmetric_actor_critic_reads_only_its_keys():
     assert all(float(jnp.abs(g).sum()) > 0 for g in d_critic)  # the critic sees the rest too
 
 
+def test_flatten_encoder_feeds_the_scaled_board_to_separate_actor_and_critic():
+    board = jax.random.bernoulli(jax.random.key(0), 0.3, (5, 10, 10, 4)).astype(jnp.uint8) * 255
+    net = VisionActorCritic(
+        action_dim=3,
+        discrete=True,
+        actor_keys=("pixels/board",),
+        critic_keys=("pixels/board",),
+        image_shapes={"pixels/board": (10, 10, 4)},
+        hidden_sizes=(16,),
+        encoder="flatten",
+    )
+    params = net.init(jax.random.key(1), {"pixels/board": board})["params"]
+    # No encoder parameters: the actor's and critic's first layers read the 400 board cells.
+    assert not any(jax.tree.leaves(params.get("encoder_pixels_board", {})))
+    assert params["actor_torso"]["Dense_0"]["kernel"].shape == (400, 16)
+    assert params["critic_torso"]["Dense_0"]["kernel"].shape == (400, 16)
+    hidden = board.reshape(5, 400).astype(jnp.float32) / 255.0
+    expected = jax.nn.relu(
+        hidden @ params["critic_torso"]["Dense_0"]["kernel"]
+        + params["critic_torso"]["Dense_0"]["bias"][None]
+    )
+    value = expected @ params["critic_head"]["kernel"][:, 0] + params["critic_head"]["bias"]
+    _, _, got = net.apply({"params": params}, {"pixels/board": board})
+    np.testing.assert_allclose(got, value, rtol=1e-5, atol=1e-5)
+
+
+def test_ppo_config_names_the_valid_image_encoders():
+    from rollax.agents.ppo import PPOConfig
+
+    with pytest.raises(ValueError, match=r"image_encoder must be 'cnn' or 'flatten', got 'mlp'"):
+        PPOConfig(image_encoder="mlp").validate()
+
+
 def test_random_shift_moves_images_within_the_padding_and_leaves_state_alone():
     pad = 3
     image = jnp.arange(20 * 24, dtype=jnp.int32).reshape(20, 24, 1).astype(jnp.float32)

@@ -181,6 +181,9 @@ class VisionActorCritic(nn.Module):
         activation: Activation of the MLPs.
         layer_norm: Per-channel layer normalization in the encoders.
         pool: Spatial pooling at the end of the encoders: ``"none"``, ``"avg"`` or ``"max"``.
+        encoder: ``"cnn"``: one CNN per image, shared by actor and critic. ``"flatten"``: each
+            image, scaled to ``[0, 1]``, is flattened into the actor's and the critic's MLPs
+            (no parameters shared between them).
     """
 
     action_dim: int
@@ -192,12 +195,15 @@ class VisionActorCritic(nn.Module):
     activation: str = "relu"
     layer_norm: bool = False
     pool: str = "none"
+    encoder: str = "cnn"
 
     @nn.compact
     def __call__(self, obs: Mapping[str, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``obs`` (dict, leaves ``(..., *shape)``) -> ``(logits_or_mean, log_std, value)``."""
         keys = set(self.actor_keys) | set(self.critic_keys)
-        encoders = image_encoders(self.image_shapes, keys, self.layer_norm, self.pool)
+        encoders = image_encoders(
+            self.image_shapes, keys, self.layer_norm, self.pool, flatten=self.encoder == "flatten"
+        )
         features = {key: encoders[key](obs[key]) for key in encoders}
         actor = MLP(self.hidden_sizes, self.activation, name="actor_torso")(
             join_features(features, obs, self.actor_keys)
@@ -213,17 +219,22 @@ def image_encoders(
     keys: Iterable[str],
     layer_norm: bool = False,
     pool: str = "none",
+    flatten: bool = False,
 ) -> dict[str, CNNEncoder]:
     """One :class:`CNNEncoder` per image key among ``keys``, named ``encoder_<key>``.
 
-    Call inside a compact module: the encoders become its submodules.
+    With ``flatten``, each encoder has no convolution and no dense layer: it scales the
+    image to ``[0, 1]`` and flattens it, ``(..., H, W, C) -> (..., H * W * C)``, with no
+    parameters. Call inside a compact module: the encoders become its submodules.
     """
+    sizes = {"channels": (), "kernels": (), "strides": (), "dense": 0} if flatten else {}
     return {
         key: CNNEncoder.for_image(
             image_shapes[key],
             layer_norm=layer_norm,
             pool=pool,
             name="encoder_" + key.replace("/", "_"),
+            **sizes,
         )
         for key in sorted(keys)
         if is_image_key(key)

@@ -173,6 +173,7 @@ def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
         hidden_sizes=tuple(config.hidden_sizes),
         activation=config.activation,
         layer_norm=config.encoder_layer_norm,
+        encoder=config.image_encoder,
     )
     return network, spec
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal
 
 from rollax.networks import Activation
 from rollax.training import check_budget
@@ -75,6 +75,10 @@ class PPOConfig:
     """Randomly shift the images of each update minibatch by up to shift_pad pixels (DrQ)."""
     shift_pad: int = 4
     """Largest shift of augment_pixels, in pixels."""
+    image_encoder: Literal["cnn", "flatten"] = "cnn"
+    """Dict observations: ``"cnn"`` encodes each image with a CNN that actor and critic
+    share; ``"flatten"`` feeds each image, scaled to [0, 1] and flattened, to the actor's and
+    the critic's MLPs, which then share nothing (small boards such as MinAtar's 10x10)."""
     encoder_layer_norm: bool = False
     """Dict observations: per-channel layer normalization in the CNN encoders."""
     frame_stack: int = 1
@@ -114,6 +118,10 @@ class PPOConfig:
             "rollouts of num_envs * num_steps",
         )
         check_activation(self)
+        if self.image_encoder not in ("cnn", "flatten"):
+            raise ValueError(
+                f"PPOConfig.image_encoder must be 'cnn' or 'flatten', got {self.image_encoder!r}."
+            )
         check_fields(self, "non_negative_int", "shift_pad")
         for name in ("actor_keys", "critic_keys"):
             keys = getattr(self, name)
@@ -125,6 +133,24 @@ class PPOConfig:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
+
+_MINATAR = PPOConfig(
+    num_envs=64,
+    num_steps=128,
+    total_steps=1_048_576,
+    num_epochs=4,
+    num_minibatches=8,
+    learning_rate=3e-3,
+    gamma=0.999,
+    clip_value=True,
+    hidden_sizes=(256, 256),
+    activation="relu",
+    image_encoder="flatten",
+)
+"""gymnax's MinAtar games: the gymnax authors' settings (64 x 128, 4 epochs, 8 minibatches,
+gamma 0.999, a relu 256x256 MLP on the flattened board), with a learning rate of 2e-3
+annealed to zero instead of their constant 5e-4: on Breakout, 5e-4 leaves every seed of
+both libraries near a return of 7 after 1M steps more often than not."""
 
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
@@ -142,6 +168,17 @@ PRESETS: dict[str, PPOConfig] = {
         max_grad_norm=0.5,
         normalize_obs=True,
     ),
+    "MountainCarContinuous-v0": PPOConfig(
+        num_envs=16,
+        num_steps=128,
+        total_steps=262_144,
+        num_epochs=10,
+        num_minibatches=16,
+        learning_rate=3e-4,
+        gamma=0.99,
+        ent_coef=0.0,
+        normalize_obs=True,
+    ),
     "PixelCartPole-v1": PPOConfig(
         num_envs=16,
         num_steps=128,
@@ -154,16 +191,9 @@ PRESETS: dict[str, PPOConfig] = {
         activation="relu",
         frame_stack=2,
     ),
-    "gymnax/Breakout-MinAtar": PPOConfig(
-        num_envs=64,
-        num_steps=128,
-        total_steps=1_048_576,
-        num_epochs=2,
-        num_minibatches=8,
-        learning_rate=1e-3,
-        gamma=0.999,
-        hidden_sizes=(256,),
-        activation="relu",
-    ),
+    **{
+        f"gymnax/{game}-MinAtar": _MINATAR
+        for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
+    },
 }
 """Per-environment defaults where CartPole's would not solve the task."""

@@ -1,0 +1,332 @@
+"""Learning quality: PPO's final return and wall time, rollax's presets against the strongest peer.
+
+One row per task rollax ships a PPO preset for, each run side by side with its peer on the
+same budget, ``--seeds`` seeds one after the other (each library compiles afresh for every
+seed: ``jax.clear_caches()``):
+
+==============================  ===================  ==============================================
+task                            budget               peer
+==============================  ===================  ==============================================
+gymnax/<game>-MinAtar (4 games) 1,048,576 steps      rejax 0.1.3 with the gymnax authors' MinAtar
+                                                     settings (gymnax-blines ``ppo.yaml``)
+brax/inverted_pendulum          1,048,576 steps      Brax's own PPO with its published settings
+CartPole-v1, Acrobot-v1,        the preset's budget  rejax 0.1.3 with its own
+Pendulum-v1,                                         ``configs/gymnax/<task>.yaml`` PPO settings
+MountainCarContinuous-v0
+==============================  ===================  ==============================================
+
+Figures per run:
+
+- **wall time**: compile and training of the whole budget (rollax: ``make_ppo``, ``warmup``,
+  ``init``, ``run``; rejax: its jitted ``train``; Brax: ``ppo.train`` less its final
+  evaluation). Evaluation is not timed.
+- **final return**: the mean return of ``--episodes`` (64) episodes of the final policy with
+  sampled actions, each library with its own evaluator (rollax ``agent.evaluate``, rejax
+  ``rejax.evaluate``, Brax's ``Evaluator`` with ``deterministic_eval=False``).
+
+Each row reports the medians over seeds and the ratios rollax / peer (return and wall
+time). rollax trains on its own environments where it has them (``CartPole-v1``...: the
+dynamics of Gymnasium's, tested for parity), on gymnax's and Brax's through its adapters
+otherwise; the peers on gymnax's and Brax's own.
+
+rejax 0.1.3 expects gymnax's old 5-value ``step``: its environment is adapted (done =
+terminated or truncated). Brax's PPO calls ``jax.device_put_replicated``, which jax 0.10
+removed: a shim stacks the value and puts it on the devices with a ``NamedSharding``.
+
+The last line printed is one JSON object with every figure.
+
+Usage:
+    python benchmarks/returns.py [--tasks TASK ...] [--seeds 3] [--episodes 64]
+        [--budget STEPS]  # override every row's budget (a quick check, not the table)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from _common import FiveValueStep, Timed
+
+MINATAR_BUDGET = 1_048_576
+
+# gymnax-blines' PPO settings for MinAtar (configs/<game>/ppo.yaml), in rejax's names.
+REJAX_MINATAR = dict(
+    agent_kwargs={"hidden_layer_sizes": (256, 256), "activation": "relu"},
+    num_envs=64,
+    num_steps=128,
+    num_epochs=4,
+    num_minibatches=8,
+    learning_rate=5e-4,
+    max_grad_norm=0.5,
+    gamma=0.999,
+    gae_lambda=0.95,
+    clip_eps=0.2,
+    ent_coef=0.01,
+    vf_coef=0.5,
+)
+
+# rejax's own PPO settings, configs/gymnax/<task>.yaml (total_timesteps and eval_freq
+# aside: the budget is the preset's, and evaluation is not timed).
+REJAX_CLASSIC = {
+    "CartPole-v1": dict(
+        agent_kwargs={"activation": "tanh"}, num_envs=5, num_steps=100, num_epochs=5,
+        num_minibatches=5, learning_rate=0.00075, max_grad_norm=0.5, gamma=0.99,
+        gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
+    ),
+    "Acrobot-v1": dict(
+        agent_kwargs={"activation": "tanh"}, num_envs=5, num_steps=100, num_epochs=5,
+        num_minibatches=5, learning_rate=0.00075, max_grad_norm=0.5, gamma=0.99,
+        gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, normalize_observations=True,
+    ),
+    "Pendulum-v1": dict(
+        agent_kwargs={"activation": "swish"}, num_envs=100, num_steps=100, num_epochs=10,
+        num_minibatches=10, learning_rate=0.001, max_grad_norm=10, gamma=0.995,
+        gae_lambda=0.95, clip_eps=0.2, ent_coef=0.0, vf_coef=0.5, normalize_observations=True,
+    ),
+    "MountainCarContinuous-v0": dict(
+        agent_kwargs={"activation": "relu"}, num_envs=5, num_steps=100, num_epochs=10,
+        num_minibatches=10, learning_rate=0.0003, max_grad_norm=10, gamma=0.9,
+        gae_lambda=0.95, clip_eps=0.2, ent_coef=0.0, vf_coef=0.5,
+    ),
+}  # fmt: skip
+
+# Brax's published PPO settings for inverted_pendulum (its training notebook).
+BRAX_INVERTED_PENDULUM = dict(
+    num_envs=2048,
+    batch_size=1024,
+    unroll_length=5,
+    num_minibatches=32,
+    num_updates_per_batch=4,
+    discounting=0.97,
+    learning_rate=3e-4,
+    entropy_cost=1e-2,
+    reward_scaling=10,
+    normalize_observations=True,
+    episode_length=1000,
+    action_repeat=1,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One task of the table."""
+
+    task: str
+    """rollax's id (and the preset's key)."""
+    peer: str
+    """``"rejax"`` or ``"brax"``."""
+    peer_env: str
+    """The peer's id of the same task (gymnax's or Brax's)."""
+    peer_settings: dict
+    """The peer's hyperparameters."""
+    budget: int | None = None
+    """Environment steps per seed (``None``: the preset's ``total_steps``)."""
+
+
+ROWS = [
+    *(
+        Row(f"gymnax/{game}-MinAtar", "rejax", f"{game}-MinAtar", REJAX_MINATAR, MINATAR_BUDGET)
+        for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
+    ),
+    Row("brax/inverted_pendulum", "brax", "inverted_pendulum", BRAX_INVERTED_PENDULUM, 1_048_576),
+    *(Row(task, "rejax", task, REJAX_CLASSIC[task]) for task in REJAX_CLASSIC),
+]
+
+
+def budget_of(row: Row, override: int | None) -> int:
+    """Steps per seed for ``row``: the override, the row's, or its preset's."""
+    from rollax.agents.ppo import PRESETS
+
+    return override or row.budget or PRESETS[row.task].total_steps
+
+
+# ---------------------------------------------------------------------------- rollax
+
+
+def rollax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
+    """rollax's PPO with the task's preset: wall time, steps trained and final return."""
+    from rollax.agents.ppo import PRESETS, make_ppo
+
+    preset = PRESETS[row.task]
+    steps = max(budget // preset.batch_size, 1) * preset.batch_size
+    config = preset.replace(total_steps=steps)
+    jax.clear_caches()
+    with Timed() as t:
+        with Timed() as compile_t:
+            agent = make_ppo(config, row.task)
+            agent.warmup()
+        state = agent.init(jax.random.key(seed))
+        state, _ = agent.run(state, steps)
+        jax.block_until_ready(state)
+    returns = agent.evaluate(state, jax.random.key(10_000 + seed), episodes, False)
+    return {
+        "wall_s": t.seconds,
+        "compile_s": compile_t.seconds,
+        "steps": steps,
+        "final_return": float(np.mean(returns)),
+    }
+
+
+# ---------------------------------------------------------------------------- rejax
+
+
+def rejax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
+    """rejax's PPO with the row's settings on gymnax's environment."""
+    import gymnax
+    from rejax import PPO
+    from rejax.evaluate import evaluate
+
+    env, env_params = gymnax.make(row.peer_env)
+    env = FiveValueStep(env)
+    algo = PPO.create(
+        env=env,
+        env_params=env_params,
+        **row.peer_settings,
+        total_timesteps=budget,
+        eval_freq=budget,
+        skip_initial_evaluation=True,
+    )
+    algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
+    jax.clear_caches()
+    key = jax.random.key(seed)
+    with Timed() as t:
+        with Timed() as compile_t:
+            train = jax.jit(lambda key: algo.train(key)[0]).lower(key).compile()
+        ts = jax.block_until_ready(train(key))
+    horizon = int(env_params.max_steps_in_episode)
+    returns = jax.jit(
+        lambda ts, key: evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
+    )(ts, jax.random.key(10_000 + seed))
+    return {
+        "wall_s": t.seconds,
+        "compile_s": compile_t.seconds,
+        "steps": int(ts.global_step),
+        "final_return": float(np.mean(returns)),
+    }
+
+
+# ---------------------------------------------------------------------------- Brax
+
+
+def _replicate_shim() -> None:
+    """Brax's PPO calls ``jax.device_put_replicated`` (removed in jax 0.10): stack the value
+    once per device and put it there with a ``NamedSharding`` over the devices."""
+    if hasattr(jax, "device_put_replicated"):
+        return
+
+    def device_put_replicated(value: Any, devices: list) -> Any:
+        mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+        stacked = jax.tree.map(lambda x: jnp.stack([x] * len(devices)), value)
+        return jax.device_put(stacked, sharding)
+
+    jax.device_put_replicated = device_put_replicated
+
+
+def brax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
+    """Brax's PPO with its published settings; its final evaluation is not timed."""
+    from brax import envs
+    from brax.training.agents.ppo import train as ppo
+
+    _replicate_shim()
+    final: dict[str, Any] = {}
+    settings = dict(row.peer_settings)
+    if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
+        settings.update(num_envs=16, batch_size=16, num_minibatches=4)
+    jax.clear_caches()
+    with Timed() as t:
+        ppo.train(
+            environment=envs.get_environment(row.peer_env),
+            num_timesteps=budget,
+            num_evals=1,
+            num_eval_envs=episodes,
+            deterministic_eval=False,
+            seed=seed,
+            progress_fn=lambda step, m: final.update(step=step, **m),
+            **settings,
+        )
+    eval_s = float(final.get("eval/epoch_eval_time", 0.0))
+    return {
+        "wall_s": t.seconds - eval_s,
+        "steps": int(final["step"]),
+        "final_return": float(final["eval/episode_reward"]),
+    }
+
+
+PEERS = {"rejax": rejax_run, "brax": brax_run}
+
+
+# ---------------------------------------------------------------------------- table
+
+
+def run_row(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """Both libraries on one task, seed after seed; the medians and ratios."""
+    report: dict[str, Any] = {"budget": budget, "peer": row.peer, "peer_env": row.peer_env}
+    for name, fn in ((row.peer, PEERS[row.peer]), ("rollax", rollax_run)):
+        runs = []
+        for seed in range(seeds):
+            runs.append(fn(row, budget, seed, episodes))
+            print(f"{row.task:28s} {name:6s} seed {seed}: {runs[-1]['steps']:>9,} steps in "
+                  f"{runs[-1]['wall_s']:6.1f} s ({runs[-1].get('compile_s', 0):4.1f} s compiling), "
+                  f"final return "
+                  f"{runs[-1]['final_return']:8.1f}", flush=True)  # fmt: skip
+        report[name] = {
+            "runs": runs,
+            "median_return": statistics.median(r["final_return"] for r in runs),
+            "median_wall_s": statistics.median(r["wall_s"] for r in runs),
+        }
+    mine, peer = report["rollax"], report[row.peer]
+    report["return_at_least_peer"] = mine["median_return"] >= peer["median_return"]
+    report["ratio_return"] = mine["median_return"] / peer["median_return"]
+    report["ratio_wall_s"] = mine["median_wall_s"] / peer["median_wall_s"]
+    return report
+
+
+def print_table(results: dict[str, dict]) -> None:
+    """The markdown table of every row that ran."""
+    print("\n| task | budget | peer | return rollax | return peer | wall rollax (s) | "
+          "wall peer (s) | return >= peer | wall ratio |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for task, r in results.items():
+        mine, peer = r["rollax"], r[r["peer"]]
+        print(f"| {task} | {r['budget']:,} | {r['peer']} | {mine['median_return']:.1f} | "
+              f"{peer['median_return']:.1f} | {mine['median_wall_s']:.1f} | "
+              f"{peer['median_wall_s']:.1f} | {'yes' if r['return_at_least_peer'] else 'no'} | "
+              f"{r['ratio_wall_s']:.2f} |")  # fmt: skip
+
+
+def main() -> None:
+    tasks = [row.task for row in ROWS]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", default=tasks, choices=tasks, metavar="TASK",
+                        help=f"rows to run (default: all): {', '.join(tasks)}")  # fmt: skip
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--episodes", type=int, default=64, help="evaluation episodes")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="steps per seed for every row (default: each row's own)")  # fmt: skip
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
+    from rollax.agents.ppo import PRESETS
+
+    results, skipped = {}, {}
+    for row in ROWS:
+        if row.task not in args.tasks:
+            continue
+        if row.task not in PRESETS:
+            skipped[row.task] = "rollax ships no PPO preset for this task yet"
+            print(f"{row.task}: skipped, {skipped[row.task]}", flush=True)
+            continue
+        results[row.task] = run_row(row, budget_of(row, args.budget), args.seeds, args.episodes)
+    print_table(results)
+    print(json.dumps({"args": vars(args), "results": results, "skipped": skipped}))
+
+
+if __name__ == "__main__":
+    main()
