@@ -16,21 +16,23 @@ from typing import Any
 
 import gymnasium
 import jax
-import jax.numpy as jnp
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from rollax import spaces as rspaces
-from rollax.envs import Environment, VecEnv, default_reset_strategy, make, registered_envs
+from rollax.adapters._host import (
+    as_numpy,
+    cast_action,
+    environment,
+    host_vec_env,
+    jax_device,
+    on_device,
+    seed_to_key,
+)
+from rollax.envs import Environment, VecEnv, make, registered_envs
 
 __all__ = ["RollaxEnv", "RollaxVectorEnv", "make_vec", "register_envs", "to_gymnasium_space"]
-
-PER_CALL_POOL_FROM = 1024
-"""Default reset strategy of the adapter: ``pool`` from this many environments, ``on_done``
-below. Here every step is its own call, and a call pays for each operation of the program;
-measured through this adapter on CartPole (2 CPU cores, steps/s): 256 envs on_done 2.1M vs
-pool 1.1M, 1,024 envs 3.7M vs 4.0M, 4,096 envs 7.9M vs 13.0M."""
 
 _MODES = {
     AutoresetMode.NEXT_STEP: "next_step",
@@ -52,11 +54,6 @@ def to_gymnasium_space(space: rspaces.Space) -> gymnasium.spaces.Space:
     raise TypeError(f"No Gymnasium equivalent for {type(space).__name__}.")
 
 
-def _numpy(obs: Any) -> Any:
-    """An observation (an array or a dict of arrays) as numpy, zero-copy on the CPU."""
-    return jax.tree.map(np.asarray, obs)
-
-
 def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     if isinstance(mode, AutoresetMode):
         return mode
@@ -65,69 +62,6 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
             return m
     valid = ", ".join(f"AutoresetMode.{m.name}" for m in _MODES)
     raise ValueError(f"autoreset_mode must be one of {valid} (or their names), got {mode!r}.")
-
-
-def _device(device: str | jax.Device | None) -> jax.Device:
-    """The JAX device an adapter computes on: a platform name, a device, or None (default)."""
-    if device is None:
-        return jax.devices()[0]
-    if isinstance(device, jax.Device):
-        return device
-    if isinstance(device, str):
-        try:
-            return jax.devices(device)[0]
-        except RuntimeError as err:
-            raise ValueError(
-                f"device={device!r} is not available to JAX here ({err}); use 'cpu', None (JAX's "
-                f"default, {jax.devices()[0].platform}) or a jax.Device from jax.devices()."
-            ) from None
-    raise TypeError(
-        f"device must be a platform name ('cpu', 'gpu'), a jax.Device or None, got {device!r}."
-    )
-
-
-def _on_device(tree: Any, device: jax.Device) -> Any:
-    """``tree``'s leaves as arrays on ``device`` (jit computes where its inputs are)."""
-    return jax.device_put(jax.tree.map(jnp.asarray, tree), device)
-
-
-def _seed_to_key(seed: int | list[int | None] | None) -> jax.Array:
-    """A key from Gymnasium's seed forms: an int, a list (combined), or None (fresh entropy)."""
-    if seed is None:
-        entropy = np.random.SeedSequence().generate_state(1)[0]
-        return jax.random.key(int(entropy))
-    if isinstance(seed, (list, tuple)):
-        if all(s is None for s in seed):
-            return _seed_to_key(None)
-        words = [0 if s is None else int(s) for s in seed]
-        return jax.random.key(int(np.random.SeedSequence(words).generate_state(1)[0]))
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return jax.random.key(int(seed))
-    raise TypeError(f"seed must be an int, a list of ints or None, got {seed!r}.")
-
-
-def _cast_action(action: Any, dtype: np.dtype) -> np.ndarray:
-    """Actions as numpy in the space's dtype (int64 -> int32, float64 -> float32).
-
-    Other dtypes pass through to rollax's own check, which names what is valid.
-    """
-    action = np.asarray(action)
-    if action.dtype != dtype and np.can_cast(action.dtype, dtype, "same_kind"):
-        action = action.astype(dtype)
-    return action
-
-
-def _environment(env: str | Environment | VecEnv) -> tuple[Environment, str | None]:
-    if isinstance(env, VecEnv):
-        return env.env, env.env_id
-    if isinstance(env, Environment):
-        return env, None
-    if isinstance(env, str):
-        vec = make(env)
-        return vec.env, vec.env_id
-    raise TypeError(
-        f"env must be a registered id, a rollax.Environment or a rollax.VecEnv, got {env!r}."
-    )
 
 
 class RollaxVectorEnv(VectorEnv):
@@ -144,7 +78,10 @@ class RollaxVectorEnv(VectorEnv):
         render_mode: ``None`` or ``"rgb_array"`` (``render()`` returns a tuple of frames).
         reset_strategy: How resets are computed (see ``rollax.make``); every one is fresh.
             Default on the CPU: ``on_done`` below 1,024 environments, ``pool`` from there
-            (see :data:`PER_CALL_POOL_FROM`); on an accelerator, that accelerator's default
+            (every step is its own call here, which pays for each operation of the program:
+            through this adapter on CartPole, ``on_done`` steps 1.9x as fast as ``pool`` at
+            256 environments and ``pool`` wins from 1,024); on an accelerator, that
+            accelerator's default
             (:func:`rollax.envs.default_reset_strategy`).
         device: Where the environments compute: ``"cpu"`` (the default), another platform
             name (``"gpu"``), a ``jax.Device``, or ``None`` for JAX's default device. Every
@@ -165,35 +102,13 @@ class RollaxVectorEnv(VectorEnv):
         device: str | jax.Device | None = "cpu",
         **make_options: Any,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}.")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}.")
         mode = _autoreset_mode(autoreset_mode)
-        self._device = _device(device)
-        if reset_strategy is None and self._device.platform == "cpu":
-            reset_strategy = "on_done" if num_envs < PER_CALL_POOL_FROM else "pool"
-        elif reset_strategy is None:  # the default for that device, not JAX's default one
-            core = make(env, **make_options).env if isinstance(env, str) else _environment(env)[0]
-            reset_strategy = default_reset_strategy(
-                num_envs, core.costly_reset, backend=self._device.platform
-            )
-        if isinstance(env, str):
-            self._vec = make(
-                env,
-                num_envs=num_envs,
-                autoreset_mode=_MODES[mode],
-                reset_strategy=reset_strategy,
-                **make_options,
-            )
-        else:
-            if make_options:
-                raise TypeError(
-                    f"options {sorted(make_options)} apply only when env is an id; build the "
-                    f"environment with them instead."
-                )
-            core, env_id = _environment(env)
-            self._vec = VecEnv(core, num_envs, _MODES[mode], reset_strategy, env_id)
+        self._device = jax_device(device)
+        self._vec = host_vec_env(
+            env, num_envs, _MODES[mode], reset_strategy, self._device, make_options
+        )
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.metadata = {
@@ -205,7 +120,7 @@ class RollaxVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._action_dtype = np.dtype(self._vec.action_space.dtype)
-        self._params = _on_device(self._vec.default_params, self._device)
+        self._params = on_device(self._vec.default_params, self._device)
         self._reset = jax.jit(self._vec.reset)
         self._reset_where = jax.jit(self._vec.reset_where)
         self._step = jax.jit(self._step_outputs)
@@ -243,7 +158,7 @@ class RollaxVectorEnv(VectorEnv):
 
     @params.setter
     def params(self, value: Any) -> None:
-        self._params = _on_device(value, self._device)
+        self._params = on_device(value, self._device)
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -258,20 +173,20 @@ class RollaxVectorEnv(VectorEnv):
         """
         options = dict(options or {})
         if seed is not None or self._key is None:
-            self._key = _seed_to_key(seed)
+            self._key = seed_to_key(seed)
         mask = options.pop("reset_mask", None)
         if mask is not None:
             self._check_mask(mask)
             if self._state is None:
                 raise ValueError("reset(options={'reset_mask': ...}) needs a full reset first.")
-            placed = _on_device(np.asarray(mask), self._device)
+            placed = on_device(np.asarray(mask), self._device)
             self._state, ts = self._reset_where(self._state, placed, self._params)
             self._ended = self._ended & ~np.asarray(mask)
         else:
             self._key, key = jax.random.split(self._key)
-            self._state, ts = self._reset(_on_device(key, self._device), self._params)
+            self._state, ts = self._reset(on_device(key, self._device), self._params)
             self._ended = np.zeros(self.num_envs, np.bool_)
-        return _numpy(ts.obs), {}
+        return as_numpy(ts.obs), {}
 
     def step(
         self, actions: Any
@@ -287,16 +202,16 @@ class RollaxVectorEnv(VectorEnv):
             )
         # numpy goes to jit as it is (its fast path): it follows the state and params, which
         # are committed to this adapter's device.
-        actions = _cast_action(actions, self._action_dtype)
+        actions = cast_action(actions, self._action_dtype)
         self._state, outputs = self._step(self._state, actions, self._params)
-        obs = _numpy(outputs[0])
+        obs = as_numpy(outputs[0])
         reward, terminated, truncated = (np.asarray(x) for x in outputs[1:4])
         reward = reward.astype(np.float64)  # as SyncVectorEnv returns rewards
         done = terminated | truncated
         self._ended = done
         infos: dict[str, Any] = {}
         if mode is AutoresetMode.SAME_STEP and done.any():
-            final = _numpy(outputs[4])
+            final = as_numpy(outputs[4])
             final_obs = np.full(self.num_envs, None, dtype=object)
             ended = np.flatnonzero(done)
             if isinstance(final, np.ndarray):  # one row (a view) per ended environment
@@ -373,8 +288,8 @@ class RollaxEnv(gymnasium.Env):
         device: str | jax.Device | None = "cpu",
         **make_options: Any,
     ) -> None:
-        self._device = _device(device)
-        core, env_id = _environment(make(env, **make_options) if isinstance(env, str) else env)
+        self._device = jax_device(device)
+        core, env_id = environment(make(env, **make_options) if isinstance(env, str) else env)
         self._vec = VecEnv(core, None, "disabled", "on_done", env_id)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}.")
@@ -385,7 +300,7 @@ class RollaxEnv(gymnasium.Env):
         }
         self.observation_space = to_gymnasium_space(self._vec.observation_space)
         self.action_space = to_gymnasium_space(self._vec.action_space)
-        self._params = _on_device(self._vec.default_params, self._device)
+        self._params = on_device(self._vec.default_params, self._device)
         self._reset = jax.jit(self._vec.reset)
         self._step = jax.jit(self._vec.step)
         self._render = jax.jit(self._vec.render) if self._vec.can_render else None
@@ -403,19 +318,19 @@ class RollaxEnv(gymnasium.Env):
         """Start an episode; the same ``seed`` gives the same first observation."""
         super().reset(seed=seed)
         if seed is not None or self._key is None:
-            self._key = _seed_to_key(seed)
+            self._key = seed_to_key(seed)
         self._key, key = jax.random.split(self._key)
-        self._state, ts = self._reset(_on_device(key, self._device), self._params)
-        return _numpy(ts.obs), {}
+        self._state, ts = self._reset(on_device(key, self._device), self._params)
+        return as_numpy(ts.obs), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """One transition; ``(obs, reward, terminated, truncated, info)``."""
         if self._state is None:
             raise ValueError("step() before reset(): call reset() first.")
-        action = _cast_action(action, np.dtype(self._vec.action_space.dtype))
+        action = cast_action(action, np.dtype(self._vec.action_space.dtype))
         self._state, ts = self._step(self._state, action, self._params)
         return (
-            _numpy(ts.obs),
+            as_numpy(ts.obs),
             float(ts.reward),
             bool(ts.terminated),
             bool(ts.truncated),
