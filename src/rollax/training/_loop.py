@@ -42,7 +42,7 @@ COMMON_METRICS = (
     "episodes",
 )
 """The columns of ``metrics.csv`` every agent has, before its own ``metric_names`` (and, with
-several seeds, each seed's return: :func:`~rollax.training._sinks.seed_return_fields`)."""
+several seeds, each seed's return as ``episode_return_seed0``, ``episode_return_seed1``, ...)."""
 
 
 class TrainingDiverged(RuntimeError):
