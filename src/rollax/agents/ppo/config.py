@@ -191,6 +191,15 @@ PRESETS: dict[str, PPOConfig] = {
         activation="relu",
         frame_stack=2,
     ),
+    "brax/inverted_pendulum": PPOConfig(
+        num_envs=256,
+        num_steps=32,
+        total_steps=1_048_576,
+        num_epochs=4,
+        num_minibatches=8,
+        learning_rate=1e-3,
+        normalize_obs=True,
+    ),
     **{
         f"gymnax/{game}-MinAtar": _MINATAR
         for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
