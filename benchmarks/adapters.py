@@ -14,7 +14,18 @@ wrapper accepts: it rejects the numpy ``vector_entry_point`` CartPole, which has
 ``autoreset_mode`` attribute), each timed as ``env.rollout(--torchrl-steps,
 break_when_any_done=False)`` with TorchRL's random policy.
 
-``--parts gymnasium torchrl`` picks the comparisons to run (both by default).
+Then Stable-Baselines3 (``--parts sb3``, not run by default: it trains): rollax's
+``RollaxVecEnv`` against SB3's ``DummyVecEnv`` over Gymnasium's CartPole as
+``make_vec_env`` builds it (with ``Monitor``, which the adapter's own episode statistics
+replace). First SB3's PPO with rl-zoo's CartPole settings (8 environments, n_steps 32,
+batch_size 256, gae_lambda 0.8, gamma 0.98, n_epochs 20, ent_coef 0, lr 1e-3, clip_range
+0.2) for ``--sb3-train-steps``, wall time of ``learn`` on each, alternating, ``--sb3-repeats``
+seeds, medians and their ratio; then the raw ``step`` throughput of both (``--sb3-sizes``
+environments, ``--sb3-step-calls`` calls of ``step`` with random int64 actions, medians over
+``--repeats``). Targets: training at most 1.0x the wall time on DummyVecEnv; stepping at least
+1.0x DummyVecEnv at 8 environments and 10x at 256.
+
+``--parts gymnasium torchrl sb3`` picks the comparisons to run (the first two by default).
 
 The last line printed is one JSON object with every figure.
 """
@@ -94,6 +105,92 @@ def torchrl_envs(num_envs: int) -> dict[str, Any]:
     }
 
 
+def sb3_envs(num_envs: int) -> dict[str, Any]:
+    """rollax's SB3 adapter and SB3's DummyVecEnv over Gymnasium's CartPole (with Monitor)."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rollax.adapters.sb3 import RollaxVecEnv
+
+    return {
+        "rollax_sb3": RollaxVecEnv("CartPole-v1", num_envs),
+        "sb3_dummy_vec_env": make_vec_env("CartPole-v1", n_envs=num_envs),
+    }
+
+
+# rl-zoo's hyperparameters for PPO on CartPole-v1 (hyperparams/ppo.yml), SB3 2.x.
+ZOO_PPO_CARTPOLE = {
+    "n_steps": 32,
+    "batch_size": 256,
+    "gae_lambda": 0.8,
+    "gamma": 0.98,
+    "n_epochs": 20,
+    "ent_coef": 0.0,
+    "learning_rate": 1e-3,
+    "clip_range": 0.2,
+}
+
+
+def sb3_part(args: argparse.Namespace) -> dict[str, Any]:
+    """SB3's PPO on both (wall time), then raw stepping of both (steps/s)."""
+    import torch
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(args.torch_threads)
+    names = ("rollax_sb3", "sb3_dummy_vec_env")
+    train: dict[str, list[float]] = {name: [] for name in names}
+    warmup: dict[str, list[float]] = {name: [] for name in names}
+    returns: dict[str, list[float]] = {name: [] for name in names}
+    for seed in range(args.sb3_repeats):
+        for name, env in sb3_envs(8).items():
+            # A first reset and step outside the clock: rollax compiles its step there
+            # (reported as warmup_s; once per environment object).
+            start = time.perf_counter()
+            env.reset()
+            env.step(np.zeros(8, np.int64))
+            warmup[name].append(time.perf_counter() - start)
+            env.seed(seed)
+            model = PPO("MlpPolicy", env, seed=seed, device="cpu", **ZOO_PPO_CARTPOLE)
+            start = time.perf_counter()
+            model.learn(args.sb3_train_steps)
+            train[name].append(time.perf_counter() - start)
+            returns[name].append(float(np.mean([e["r"] for e in model.ep_info_buffer])))
+    medians = {name: statistics.median(times) for name, times in train.items()}
+    training = {
+        "steps": args.sb3_train_steps,
+        "wall_s": train,
+        "median_wall_s": medians,
+        "warmup_s": warmup,
+        "final_ep_rew_mean": returns,
+        "ratio_wall_rollax_over_dummy": medians["rollax_sb3"] / medians["sb3_dummy_vec_env"],
+    }
+    training["target_met"] = training["ratio_wall_rollax_over_dummy"] <= 1.0
+    print(f"SB3 PPO CartPole-v1, rl-zoo settings, {args.sb3_train_steps:,} steps (wall s)")
+    for name, value in medians.items():
+        print(f"  {name:18s} {value:>10.1f}  (runs {', '.join(f'{t:.1f}' for t in train[name])})")
+    print(f"  rollax/DummyVecEnv wall time {training['ratio_wall_rollax_over_dummy']:.2f}x")
+    stepping: dict[str, dict[str, Any]] = {}
+    for n in args.sb3_sizes:
+        actions = np.random.default_rng(0).integers(0, 2, (args.sb3_step_calls, n))
+        row: dict[str, Any] = {}
+        for name, env in sb3_envs(n).items():
+
+            def run(env: Any = env, actions: np.ndarray = actions) -> None:
+                env.reset()
+                for action in actions:
+                    env.step(action)
+
+            row[name] = args.sb3_step_calls * n / _timed(run, args.repeats)
+        row["ratio_vs_sb3_dummy_vec_env"] = row["rollax_sb3"] / row["sb3_dummy_vec_env"]
+        row["target"] = 1.0 if n <= 8 else 10.0
+        row["target_met"] = row["ratio_vs_sb3_dummy_vec_env"] >= row["target"]
+        stepping[f"CartPole-v1/{n}"] = row
+        print(f"CartPole-v1 num_envs={n} (steps/s through SB3's VecEnv.step)")
+        print(f"  rollax_sb3         {row['rollax_sb3']:>14,.0f}")
+        print(f"  sb3_dummy_vec_env  {row['sb3_dummy_vec_env']:>14,.0f}")
+        print(f"  rollax/DummyVecEnv {row['ratio_vs_sb3_dummy_vec_env']:.2f}x")
+    return {"train_ppo": training, "step": stepping}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 4096])
@@ -101,7 +198,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--torchrl-steps", type=int, default=50, help="steps per TorchRL rollout")
     parser.add_argument("--parts", nargs="+", default=["gymnasium", "torchrl"],
-                        choices=["gymnasium", "torchrl"])  # fmt: skip
+                        choices=["gymnasium", "torchrl", "sb3"])  # fmt: skip
+    parser.add_argument("--sb3-train-steps", type=int, default=60_000, help="PPO's budget")
+    parser.add_argument("--sb3-repeats", type=int, default=3, help="PPO runs (seeds) each")
+    parser.add_argument("--sb3-sizes", type=int, nargs="+", default=[8, 256])
+    parser.add_argument("--sb3-step-calls", type=int, default=2000, help="step calls per run")
+    parser.add_argument("--torch-threads", type=int, default=1, help="torch's CPU threads")
     args = parser.parse_args()
 
     import jax.numpy as jnp
@@ -143,8 +245,9 @@ def main() -> None:
         print(f"  rollax_torchrl     {row['rollax_torchrl']:>14,.0f}")
         print(f"  torchrl_gym_sync   {row['torchrl_gym_sync']:>14,.0f}")
         print(f"  rollax/TorchRL GymWrapper {row['ratio_vs_torchrl_gym_sync']:.2f}x")
+    sb3_results = sb3_part(args) if "sb3" in args.parts else {}
     report = {"benchmark": "adapters", "args": vars(args), "results": results}
-    print(json.dumps({**report, "torchrl_results": torchrl_results}))
+    print(json.dumps({**report, "torchrl_results": torchrl_results, "sb3_results": sb3_results}))
 
 
 if __name__ == "__main__":

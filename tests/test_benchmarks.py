@@ -45,6 +45,14 @@ def test_benchmark_ends_with_json(script, keys):
 
 
 @pytest.mark.slow
+def test_adapters_benchmark_sb3_part_ends_with_json():
+    args = "--parts sb3 --sb3-train-steps 256 --sb3-repeats 1 --sb3-sizes 8 --sb3-step-calls 20"
+    report = _report("adapters.py", f"{args} --repeats 1")["sb3_results"]
+    assert set(report["train_ppo"]["median_wall_s"]) == {"rollax_sb3", "sb3_dummy_vec_env"}
+    assert {"ratio_vs_sb3_dummy_vec_env", "target_met"} <= set(report["step"]["CartPole-v1/8"])
+
+
+@pytest.mark.slow
 def test_ppo_benchmark_ends_with_json():
     args = "--seeds 1 --batch-seeds 2 --total-steps 5000 --repeats 1 --throughput-steps 2500"
     report = _report("ppo_cartpole.py", args, timeout=900)
