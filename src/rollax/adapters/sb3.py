@@ -58,10 +58,9 @@ class RollaxVecEnv(SB3VecEnv):
     Arrays handed out are the caller's to keep and write (SB3 turns observations into
     tensors and adds bootstrapped values into ``rewards`` in place).
 
-    The environment parameters are data (DESIGN.md 3): ``params`` holds one value per
-    environment, and assigning it, ``set_attr("params", ...)`` or ``set_attr(field, ...)``
-    (e.g. ``"gravity"``, for some environments through ``indices``) changes them for the
-    next step without recompiling.
+    The environment parameters are data (DESIGN.md 3): assigning :attr:`params`,
+    ``set_attr("params", ...)`` or ``set_attr(field, ...)`` (e.g. ``"gravity"``, for some
+    environments through ``indices``) changes them for the next step without recompiling.
 
     Args:
         env: A registered id (``"CartPole-v1"``), a ``rollax.Environment`` or a ``VecEnv``
@@ -257,7 +256,7 @@ class RollaxVecEnv(SB3VecEnv):
         self._reset_seeds()
         self._reset_options()
         self.reset_infos = [{} for _ in range(self.num_envs)]
-        return jax.tree.map(np.array, self._outputs_on_host()[0])
+        return _copy(self._outputs_on_host()[0])
 
     def step_async(self, actions: np.ndarray) -> None:
         """Check the actions and start the compiled step (JAX runs it asynchronously).
@@ -313,17 +312,17 @@ class RollaxVecEnv(SB3VecEnv):
         obs, reward, terminated, truncated, final_obs, returns, lengths = self._outputs_on_host()
         # Copies, not JAX's read-only buffers: SB3 writes into rewards (bootstrapping at a
         # time limit) and hands observations to torch.as_tensor (which warns on read-only).
-        obs = jax.tree.map(np.array, obs)
+        obs = _copy(obs)
         rewards = np.array(reward)
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": False} for _ in self._envs]
         if dones.any():
-            final = jax.tree.map(np.array, final_obs)
+            final = _copy(final_obs)
             seconds = round(time.time() - self._t_start, 6)
             for i in np.flatnonzero(dones).tolist():
                 info = infos[i]
                 info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-                info["terminal_observation"] = jax.tree.map(lambda x, i=i: x[i], final)
+                info["terminal_observation"] = _row(final, i)
                 info["episode"] = {
                     "r": round(float(returns[i]), 6),
                     "l": int(lengths[i]),
@@ -483,8 +482,8 @@ class RollaxVecEnv(SB3VecEnv):
             self._params_layout, self._carry, on_device(mask, self._device), self._params_packed
         )
         self._pending = False
-        obs = self._outputs_on_host()[0]
-        return [(jax.tree.map(lambda x, i=i: np.array(x[i]), obs), {}) for i in rows]
+        obs = _copy(self._outputs_on_host()[0])
+        return [(_row(obs, i), {}) for i in rows]
 
     def env_is_wrapped(
         self, wrapper_class: type[Wrapper], indices: VecEnvIndices = None
@@ -530,3 +529,17 @@ def _outputs(ts: Any) -> tuple:
         info["episode_return"],
         info["episode_length"],
     )
+
+
+def _copy(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+    """A writable copy of an observation batch (an array, or a flat dict of them)."""
+    if isinstance(obs, np.ndarray):
+        return np.array(obs)
+    return {key: np.array(value) for key, value in obs.items()}
+
+
+def _row(obs: np.ndarray | dict[str, np.ndarray], i: int) -> np.ndarray | dict[str, np.ndarray]:
+    """Environment ``i``'s observation (a view) in an observation batch."""
+    if isinstance(obs, np.ndarray):
+        return obs[i]
+    return {key: value[i] for key, value in obs.items()}
