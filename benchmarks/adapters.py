@@ -16,14 +16,18 @@ break_when_any_done=False)`` with TorchRL's random policy.
 
 Then Stable-Baselines3 (``--parts sb3``, not run by default: it trains): rollax's
 ``RollaxVecEnv`` against SB3's ``DummyVecEnv`` over Gymnasium's CartPole as
-``make_vec_env`` builds it (with ``Monitor``, which the adapter's own episode statistics
-replace). First SB3's PPO with rl-zoo's CartPole settings (8 environments, n_steps 32,
-batch_size 256, gae_lambda 0.8, gamma 0.98, n_epochs 20, ent_coef 0, lr 1e-3, clip_range
-0.2) for ``--sb3-train-steps``, wall time of ``learn`` on each, alternating, ``--sb3-repeats``
-seeds, medians and their ratio; then the raw ``step`` throughput of both (``--sb3-sizes``
-environments, ``--sb3-step-calls`` calls of ``step`` with random int64 actions, medians over
-``--repeats``). Targets: training at most 1.0x the wall time on DummyVecEnv; stepping at least
-1.0x DummyVecEnv at 8 environments and 10x at 256.
+``make_vec_env`` builds it (with ``Monitor``, whose episode statistics the adapter gives
+too; a ``DummyVecEnv`` without it is reported beside). First the raw ``step`` throughput
+(``--sb3-sizes`` environments, ``--sb3-step-calls`` calls with random int64 actions, medians
+over ``--repeats``), in a fresh process; then SB3's PPO with rl-zoo's CartPole settings (8
+environments, n_steps 32, batch_size 256, gae_lambda 0.8, gamma 0.98, n_epochs 20, ent_coef
+0, lr 1e-3, clip_range 0.2) for ``--sb3-train-steps``, wall time of ``learn`` on each,
+alternating, ``--sb3-repeats`` seeds, medians and their ratio (each environment's first
+reset and step, where rollax compiles, are timed apart as ``warmup_s``). Then the same in a
+subprocess with JAX's CPU async dispatch off (``--cpu-sync-dispatch``; skip with
+``--no-sb3-sync-dispatch-too``), where each call runs in the calling thread instead of being
+handed to JAX's worker thread and back. Targets: training at most 1.0x the wall time on
+DummyVecEnv; stepping at least 1.0x DummyVecEnv at 8 environments and 10x at 256.
 
 ``--parts gymnasium torchrl sb3`` picks the comparisons to run (the first two by default).
 
@@ -35,6 +39,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -105,16 +111,25 @@ def torchrl_envs(num_envs: int) -> dict[str, Any]:
     }
 
 
-def sb3_envs(num_envs: int) -> dict[str, Any]:
-    """rollax's SB3 adapter and SB3's DummyVecEnv over Gymnasium's CartPole (with Monitor)."""
+def sb3_envs(num_envs: int, bare: bool = False) -> dict[str, Any]:
+    """rollax's SB3 adapter and SB3's DummyVecEnv over Gymnasium's CartPole as make_vec_env
+    builds it (with Monitor, whose episode statistics the adapter also gives); ``bare``
+    adds a DummyVecEnv without Monitor."""
+    import gymnasium
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     from rollax.adapters.sb3 import RollaxVecEnv
 
-    return {
+    envs = {
         "rollax_sb3": RollaxVecEnv("CartPole-v1", num_envs),
         "sb3_dummy_vec_env": make_vec_env("CartPole-v1", n_envs=num_envs),
     }
+    if bare:
+        envs["sb3_dummy_vec_env_no_monitor"] = DummyVecEnv(
+            [lambda: gymnasium.make("CartPole-v1")] * num_envs
+        )
+    return envs
 
 
 # rl-zoo's hyperparameters for PPO on CartPole-v1 (hyperparams/ppo.yml), SB3 2.x.
@@ -130,8 +145,37 @@ ZOO_PPO_CARTPOLE = {
 }
 
 
-def sb3_part(args: argparse.Namespace) -> dict[str, Any]:
-    """SB3's PPO on both (wall time), then raw stepping of both (steps/s)."""
+def sb3_stepping(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Raw ``VecEnv.step`` throughput of each variant (steps/s), medians over --repeats."""
+    stepping: dict[str, dict[str, Any]] = {}
+    for n in args.sb3_sizes:
+        actions = np.random.default_rng(0).integers(0, 2, (args.sb3_step_calls, n))
+        row: dict[str, Any] = {}
+        for name, env in sb3_envs(n, bare=True).items():
+
+            def run(env: Any = env, actions: np.ndarray = actions) -> None:
+                env.reset()
+                for action in actions:
+                    env.step(action)
+
+            row[name] = args.sb3_step_calls * n / _timed(run, args.repeats)
+        row["ratio_vs_sb3_dummy_vec_env"] = row["rollax_sb3"] / row["sb3_dummy_vec_env"]
+        row["ratio_vs_no_monitor"] = row["rollax_sb3"] / row["sb3_dummy_vec_env_no_monitor"]
+        row["target"] = 1.0 if n <= 8 else 10.0
+        row["target_met"] = row["ratio_vs_sb3_dummy_vec_env"] >= row["target"]
+        stepping[f"CartPole-v1/{n}"] = row
+        print(f"CartPole-v1 num_envs={n} (steps/s through SB3's VecEnv.step)")
+        for name in ("rollax_sb3", "sb3_dummy_vec_env", "sb3_dummy_vec_env_no_monitor"):
+            print(f"  {name:28s} {row[name]:>12,.0f}")
+        print(f"  rollax/DummyVecEnv {row['ratio_vs_sb3_dummy_vec_env']:.2f}x "
+              f"(without Monitor {row['ratio_vs_no_monitor']:.2f}x)")  # fmt: skip
+    return stepping
+
+
+def sb3_training(args: argparse.Namespace) -> dict[str, Any]:
+    """SB3's PPO, rl-zoo's settings, on each variant: wall time of ``learn``, alternating."""
+    import gc
+
     import torch
     from stable_baselines3 import PPO
 
@@ -142,6 +186,7 @@ def sb3_part(args: argparse.Namespace) -> dict[str, Any]:
     returns: dict[str, list[float]] = {name: [] for name in names}
     for seed in range(args.sb3_repeats):
         for name, env in sb3_envs(8).items():
+            gc.collect()  # the previous run's models leave no collection work to this one
             # A first reset and step outside the clock: rollax compiles its step there
             # (reported as warmup_s; once per environment object).
             start = time.perf_counter()
@@ -154,41 +199,45 @@ def sb3_part(args: argparse.Namespace) -> dict[str, Any]:
             model.learn(args.sb3_train_steps)
             train[name].append(time.perf_counter() - start)
             returns[name].append(float(np.mean([e["r"] for e in model.ep_info_buffer])))
+            del model, env
     medians = {name: statistics.median(times) for name, times in train.items()}
-    training = {
+    ratio = medians["rollax_sb3"] / medians["sb3_dummy_vec_env"]
+    print(f"SB3 PPO CartPole-v1, rl-zoo settings, {args.sb3_train_steps:,} steps (wall s)")
+    for name, value in medians.items():
+        print(f"  {name:18s} {value:>10.1f}  (runs {', '.join(f'{t:.1f}' for t in train[name])})")
+    print(f"  rollax/DummyVecEnv wall time {ratio:.2f}x")
+    return {
         "steps": args.sb3_train_steps,
         "wall_s": train,
         "median_wall_s": medians,
         "warmup_s": warmup,
         "final_ep_rew_mean": returns,
-        "ratio_wall_rollax_over_dummy": medians["rollax_sb3"] / medians["sb3_dummy_vec_env"],
+        "ratio_wall_rollax_over_dummy": ratio,
+        "target_met": ratio <= 1.0,
     }
-    training["target_met"] = training["ratio_wall_rollax_over_dummy"] <= 1.0
-    print(f"SB3 PPO CartPole-v1, rl-zoo settings, {args.sb3_train_steps:,} steps (wall s)")
-    for name, value in medians.items():
-        print(f"  {name:18s} {value:>10.1f}  (runs {', '.join(f'{t:.1f}' for t in train[name])})")
-    print(f"  rollax/DummyVecEnv wall time {training['ratio_wall_rollax_over_dummy']:.2f}x")
-    stepping: dict[str, dict[str, Any]] = {}
-    for n in args.sb3_sizes:
-        actions = np.random.default_rng(0).integers(0, 2, (args.sb3_step_calls, n))
-        row: dict[str, Any] = {}
-        for name, env in sb3_envs(n).items():
 
-            def run(env: Any = env, actions: np.ndarray = actions) -> None:
-                env.reset()
-                for action in actions:
-                    env.step(action)
 
-            row[name] = args.sb3_step_calls * n / _timed(run, args.repeats)
-        row["ratio_vs_sb3_dummy_vec_env"] = row["rollax_sb3"] / row["sb3_dummy_vec_env"]
-        row["target"] = 1.0 if n <= 8 else 10.0
-        row["target_met"] = row["ratio_vs_sb3_dummy_vec_env"] >= row["target"]
-        stepping[f"CartPole-v1/{n}"] = row
-        print(f"CartPole-v1 num_envs={n} (steps/s through SB3's VecEnv.step)")
-        print(f"  rollax_sb3         {row['rollax_sb3']:>14,.0f}")
-        print(f"  sb3_dummy_vec_env  {row['sb3_dummy_vec_env']:>14,.0f}")
-        print(f"  rollax/DummyVecEnv {row['ratio_vs_sb3_dummy_vec_env']:.2f}x")
-    return {"train_ppo": training, "step": stepping}
+def sb3_part(args: argparse.Namespace) -> dict[str, Any]:
+    """Raw stepping first (a fresh process), then SB3's PPO; then, unless asked not to, the
+    same again in a subprocess with JAX's CPU async dispatch off (a process-wide setting)."""
+    results: dict[str, Any] = {"step": sb3_stepping(args), "train_ppo": sb3_training(args)}
+    results["jax_cpu_async_dispatch"] = not args.cpu_sync_dispatch
+    if args.sb3_sync_dispatch_too and not args.cpu_sync_dispatch:
+        print("The same with jax_cpu_enable_async_dispatch=False (each call runs inline):")
+        flags = [
+            "--parts", "sb3", "--cpu-sync-dispatch", "--repeats", str(args.repeats),
+            "--sb3-train-steps", str(args.sb3_train_steps),
+            "--sb3-repeats", str(args.sb3_repeats), "--sb3-step-calls", str(args.sb3_step_calls),
+            "--torch-threads", str(args.torch_threads),
+            "--sb3-sizes", *map(str, args.sb3_sizes),
+        ]  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, __file__, *flags], capture_output=True, text=True, check=True
+        )
+        lines = done.stdout.strip().splitlines()
+        print("\n".join("  " + line for line in lines[:-1]))
+        results["cpu_sync_dispatch"] = json.loads(lines[-1])["sb3_results"]
+    return results
 
 
 def main() -> None:
@@ -204,9 +253,24 @@ def main() -> None:
     parser.add_argument("--sb3-sizes", type=int, nargs="+", default=[8, 256])
     parser.add_argument("--sb3-step-calls", type=int, default=2000, help="step calls per run")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch's CPU threads")
+    parser.add_argument(
+        "--cpu-sync-dispatch",
+        action="store_true",
+        help="jax_cpu_enable_async_dispatch=False for this process",
+    )
+    parser.add_argument(
+        "--sb3-sync-dispatch-too",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run the sb3 part with --cpu-sync-dispatch",
+    )
     args = parser.parse_args()
 
+    import jax
     import jax.numpy as jnp
+
+    if args.cpu_sync_dispatch:  # read when JAX starts its CPU backend, so before any array
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
 
     results: dict[str, dict[str, float]] = {}
     for n in args.sizes if "gymnasium" in args.parts else []:

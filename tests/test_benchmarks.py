@@ -48,6 +48,7 @@ def test_benchmark_ends_with_json(script, keys):
 def test_adapters_benchmark_sb3_part_ends_with_json():
     args = "--parts sb3 --sb3-train-steps 256 --sb3-repeats 1 --sb3-sizes 8 --sb3-step-calls 20"
     report = _report("adapters.py", f"{args} --repeats 1")["sb3_results"]
+    assert report["cpu_sync_dispatch"]["jax_cpu_async_dispatch"] is False
     assert set(report["train_ppo"]["median_wall_s"]) == {"rollax_sb3", "sb3_dummy_vec_env"}
     assert {"ratio_vs_sb3_dummy_vec_env", "target_met"} <= set(report["step"]["CartPole-v1/8"])
 
