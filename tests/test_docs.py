@@ -33,14 +33,18 @@ EXTRA_MODULES = {
     "torchrl": "torchrl",
     "gymnax": "gymnax",
     "brax": "brax",
+    "sb3": "stable_baselines3",
+    "sbx": "sbx",
     "video": "imageio_ffmpeg",
 }
-# Brax, jaxopt and MuJoCo announce their own deprecations; they are not rollax's to fix
+# Brax, jaxopt, MuJoCo and tfp announce their own deprecations; they are not rollax's to fix
 # (as in tests/test_brax_adapter.py). Every other warning fails the page.
 THIRD_PARTY_WARNINGS = [
     "ignore:Brax System:UserWarning",
     "ignore:JAXopt is no longer maintained:DeprecationWarning",
     "ignore:Accessing `ncon`:DeprecationWarning",
+    # tfp-nightly's JAX backend, which SBX imports.
+    "ignore:jax.core.pytype_aval_mappings is deprecated:DeprecationWarning",
 ]
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _REQUIRES = re.compile(r"^# requires: (.*)$", re.MULTILINE)

@@ -7,4 +7,6 @@
 - ``rollax.adapters.brax`` (``rollax[brax]``): any Brax environment as
   ``rollax.make("brax/<name>")``.
 - ``rollax.adapters.torchrl`` (``rollax[torchrl]``): a rollax batch as a TorchRL ``EnvBase``.
+- ``rollax.adapters.sb3`` (``rollax[sb3]``): a rollax batch as a Stable-Baselines3 ``VecEnv``
+  (SB3's agents, and SBX's with ``rollax[sbx]``).
 """
