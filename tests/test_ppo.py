@@ -30,7 +30,7 @@ def test_ppo_solves_cartpole():
 def test_ppo_solves_pendulum_with_its_preset_on_a_small_budget():
     from rollax.agents.ppo.config import PRESETS
 
-    config = PRESETS["Pendulum-v1"].replace(num_seeds=2, total_steps=196_608)
+    config = PRESETS["Pendulum-v1"].replace(num_seeds=2, total_steps=393_216)
     agent = make_ppo(config, "Pendulum-v1")
     state = agent.init(jax.random.key(0))
     state, _ = agent.run(state, config.total_steps)

@@ -24,6 +24,7 @@ from rollax.training import (
     make_evaluator,
     params_for_batch,
     run_keys,
+    vmap_seeds,
 )
 
 
@@ -155,3 +156,24 @@ def test_params_for_batch_deals_per_environment_values_to_each_seed():
     dealt = params_for_batch(params, env.default_params, 4, num_seeds=2, per_seed=3)
     np.testing.assert_array_equal(dealt.gravity, [1.0, 2.0, 1.0, 3.0, 4.0, 3.0])
     assert np.ndim(dealt.max_episode_steps) == 0  # shared values stay shared
+
+
+@pytest.mark.parametrize("num_seeds", [1, 3])
+def test_vmap_seeds_matches_vmap_with_and_without_a_batch_of_one(num_seeds):
+    def per_seed(x, scale, key):
+        return {"y": x * scale, "noise": jax.random.normal(key, (2,))}, x.sum()
+
+    x = jnp.arange(num_seeds * 4, dtype=jnp.float32).reshape(num_seeds, 4)
+    keys = jax.random.split(jax.random.key(0), num_seeds)
+    expected = jax.vmap(per_seed, (0, None, 0))(x, 2.0, keys)
+    got = vmap_seeds(per_seed, num_seeds, (0, None, 0))(x, 2.0, keys)
+    assert jax.tree.structure(got) == jax.tree.structure(expected)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    split = vmap_seeds(jax.random.split, num_seeds, out_axes=1)(keys)
+    assert split.shape == (2, num_seeds)
+    np.testing.assert_array_equal(
+        jax.random.key_data(split),
+        jax.random.key_data(jax.vmap(jax.random.split, out_axes=1)(keys)),
+    )

@@ -44,6 +44,7 @@ from rollax.training._run import (
     write_video,
 )
 from rollax.training._run_dir import RunDirectory
+from rollax.training._seeds import vmap_seeds
 from rollax.training._video import check_video_path, record_episode
 
 __all__ = [
@@ -81,5 +82,6 @@ __all__ = [
     "run_keys",
     "train",
     "training_env",
+    "vmap_seeds",
     "write_video",
 ]

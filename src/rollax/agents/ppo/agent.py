@@ -37,7 +37,7 @@ from rollax.ops import (
     update_observation_stats,
 )
 from rollax.spaces import is_image_key, observation_spec
-from rollax.training import Agent, build_agent, feedforward_policy, training_env
+from rollax.training import Agent, build_agent, feedforward_policy, training_env, vmap_seeds
 from rollax.types import PRNGKey
 
 __all__ = ["PPO", "PPOHyperParams", "PPOState", "Rollout", "make_ppo"]
@@ -237,7 +237,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             params = network.init(k_params, example)
             return params, optimizer.init(params), key
 
-        params, opt_state, keys = jax.vmap(one_seed)(seed_keys)
+        params, opt_state, keys = vmap_seeds(one_seed, seeds)(seed_keys)
 
         def scalar(value: float, dtype: Any = jnp.float32) -> jax.Array:
             return jnp.full((seeds,), value, dtype)
@@ -253,7 +253,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             max_grad_norm=scalar(config.max_grad_norm),
             reward_scale=scalar(config.reward_scale),
         )
-        stats = jax.vmap(lambda _: observation_stats(obs_spec))(jnp.arange(seeds))
+        stats = vmap_seeds(lambda _: observation_stats(obs_spec), seeds)(jnp.arange(seeds))
         return PPOState(
             params=params,
             opt_state=opt_state,
@@ -281,13 +281,13 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         def one_seed(params: Any, stats: RunningStats, obs: jax.Array) -> jax.Array:
             return network.apply(params, observe(stats, obs))[2]
 
-        return flat(jax.vmap(one_seed)(state.params, state.obs_stats, tree_per_seed(obs)))
+        return flat(vmap_seeds(one_seed, seeds)(state.params, state.obs_stats, tree_per_seed(obs)))
 
     def rollout(state: PPOState) -> tuple[PPOState, Rollout]:
         def step(carry: tuple, _: None) -> tuple:
             env_state, obs, keys = carry
-            keys, action_keys = jax.vmap(jax.random.split, out_axes=1)(keys)
-            action, log_prob, value = jax.vmap(policy)(
+            keys, action_keys = vmap_seeds(jax.random.split, seeds, out_axes=1)(keys)
+            action, log_prob, value = vmap_seeds(policy, seeds)(
                 state.params, state.obs_stats, tree_per_seed(obs), action_keys
             )
             env_action = flat(action).astype(env.action_space.dtype)
@@ -413,9 +413,9 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         data = jax.tree.map(
             lambda x: jnp.moveaxis(x.reshape(t, seeds, n, *x.shape[2:]), 1, 0), records
         )
-        keys, update_keys = jax.vmap(jax.random.split, out_axes=1)(state.key)
-        params, opt_state, (pl, vl, ent, kl) = jax.vmap(
-            update_seed, in_axes=(0, 0, 0, 0, 0, 0, None)
+        keys, update_keys = vmap_seeds(jax.random.split, seeds, out_axes=1)(state.key)
+        params, opt_state, (pl, vl, ent, kl) = vmap_seeds(
+            update_seed, seeds, in_axes=(0, 0, 0, 0, 0, 0, None)
         )(
             state.params,
             state.opt_state,
@@ -427,7 +427,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         )
         stats = state.obs_stats
         if config.normalize_obs:
-            stats = jax.vmap(update_observation_stats)(stats, data.obs)
+            stats = vmap_seeds(update_observation_stats, seeds)(stats, data.obs)
         returns = data.episode_return
         finished = ~jnp.isnan(returns)
         metrics = {
@@ -460,7 +460,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             return dist.mode() if deterministic else dist.sample(seed=key)
 
         keys = jax.random.split(key, seeds)
-        return jax.vmap(one_seed)(state.params, state.obs_stats, obs, keys)
+        return vmap_seeds(one_seed, seeds)(state.params, state.obs_stats, obs, keys)
 
     def with_budget(state: PPOState, total_steps: int) -> PPOState:
         """Stretch the learning-rate schedule to a new budget (when ``anneal_lr``)."""
@@ -480,5 +480,9 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         metric_names=("policy_loss", "value_loss", "entropy", "approx_kl"),
         policy=feedforward_policy(act),
         with_budget=with_budget,
+        # On the CPU, LLVM level 1 compiles PPO's training program with about 20% less work
+        # (CartPole's preset: 4.4 CPU-s instead of 5.5; Breakout-MinAtar's: 6.6 instead of
+        # 8.2) and runs it as fast (0.22 s and 1.7 CPU-s per measured call both ways).
+        run_cpu_level=1,
     )
     return PPO(**vars(agent), collect=jax.jit(rollout), act=act)

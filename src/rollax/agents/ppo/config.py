@@ -154,24 +154,30 @@ both libraries near a return of 7 after 1M steps more often than not."""
 
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
-    "Acrobot-v1": PPOConfig(total_steps=262_144),
+    # No entropy bonus: the sampled policy's return is what is measured (-79.6 median over
+    # 5 seeds, against -82.9 with 0.01).
+    "Acrobot-v1": PPOConfig(total_steps=262_144, ent_coef=0.0),
+    # Minibatches of 512 and 5 epochs: half the gradient work of 64-sample minibatches over
+    # 10 epochs, for the same returns (-158 median over 5 seeds, all within -171).
     "Pendulum-v1": PPOConfig(
-        num_envs=16,
+        num_envs=32,
         num_steps=128,
         total_steps=655_360,
-        num_epochs=10,
-        num_minibatches=32,
-        learning_rate=1e-3,
+        num_epochs=5,
+        num_minibatches=8,
+        learning_rate=2e-3,
         gamma=0.95,
         ent_coef=0.0,
         clip_eps=0.2,
         max_grad_norm=0.5,
         normalize_obs=True,
     ),
+    # 8 environments: the goal is found as often with half the rollout, so fewer steps do
+    # (92.0 median over 5 seeds after 196,608 steps, all above 91.7).
     "MountainCarContinuous-v0": PPOConfig(
-        num_envs=16,
+        num_envs=8,
         num_steps=128,
-        total_steps=262_144,
+        total_steps=196_608,
         num_epochs=10,
         num_minibatches=16,
         learning_rate=3e-4,
