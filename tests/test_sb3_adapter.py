@@ -110,7 +110,9 @@ def test_vec_env_interface():
     assert env.has_attr("gravity") and not env.has_attr("no_such_thing")
     assert env.get_attr("name", indices=0) == ["CartPole"]  # the environment definition's
     assert env.env_is_wrapped(Monitor) == [False] * n
-    _obs, *_ = env.step(np.zeros(n, np.int64))
+    obs, rewards, dones, _ = env.step(np.zeros(n, np.int64))
+    # SB3 writes into rewards (bootstrapping) and hands obs to torch: copies, not JAX's views.
+    assert obs.flags.writeable and rewards.flags.writeable and dones.flags.writeable
     ((reset_obs, info),) = env.env_method("reset", indices=[2])
     assert info == {} and np.all(np.abs(reset_obs) <= 0.05)
     _after, *_ = env.step(np.ones(n, np.int64))
