@@ -219,7 +219,12 @@ def sb3_training(args: argparse.Namespace) -> dict[str, Any]:
 
 def sb3_part(args: argparse.Namespace) -> dict[str, Any]:
     """Raw stepping first (a fresh process), then SB3's PPO; then, unless asked not to, the
-    same again in a subprocess with JAX's CPU async dispatch off (a process-wide setting)."""
+    same again in a subprocess with JAX's CPU async dispatch off (a process-wide setting).
+
+    Stepping comes first because one run that stepped after the PPO runs measured
+    DummyVecEnv at half its usual speed; that was not reproduced (nor explained: leftover
+    garbage was not it), so the order only keeps the conditions of the two alike.
+    """
     results: dict[str, Any] = {"step": sb3_stepping(args), "train_ppo": sb3_training(args)}
     results["jax_cpu_async_dispatch"] = not args.cpu_sync_dispatch
     if args.sb3_sync_dispatch_too and not args.cpu_sync_dispatch:
