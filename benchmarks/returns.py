@@ -284,7 +284,13 @@ def run_row(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
         }
     mine, peer = report["rollax"], report[row.peer]
     report["return_at_least_peer"] = mine["median_return"] >= peer["median_return"]
-    report["ratio_return"] = mine["median_return"] / peer["median_return"]
+    # A ratio of returns means something only where both are positive (Pendulum's are
+    # negative, MountainCar's peer return is about 0): the difference is always reported.
+    both_positive = mine["median_return"] > 0 and peer["median_return"] > 0
+    report["ratio_return"] = (
+        mine["median_return"] / peer["median_return"] if both_positive else None
+    )
+    report["return_difference"] = mine["median_return"] - peer["median_return"]
     report["ratio_wall_s"] = mine["median_wall_s"] / peer["median_wall_s"]
     return report
 
