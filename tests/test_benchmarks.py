@@ -108,9 +108,10 @@ def test_pixels_benchmark_ends_with_json():
 
 @pytest.mark.slow
 def test_returns_benchmark_ends_with_json():
-    args = "--tasks CartPole-v1 brax/inverted_pendulum --seeds 1 --budget 2048 --episodes 2"
+    # One row: the Brax row compiles Brax's PPO for about a minute, too long for a smoke test.
+    args = "--tasks CartPole-v1 --seeds 1 --budget 2048 --episodes 2"
     report = _report("returns.py", args, timeout=600)
     row = report["results"]["CartPole-v1"]
     assert {"rollax", "rejax", "ratio_return", "ratio_wall_s", "return_at_least_peer"} <= set(row)
     assert row["rollax"]["runs"][0]["steps"] == 2048
-    assert "brax/inverted_pendulum" in report["skipped"]
+    assert report["skipped"] == {}
