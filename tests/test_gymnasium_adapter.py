@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import gymnasium as gym
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import rollax
+from _cartpole import put_gymnasium_states_into
 from rollax.adapters.gymnasium import RollaxVectorEnv, make_vec
 
 LIMIT = 25  # short episodes so that both termination and truncation happen
@@ -24,18 +24,6 @@ def _reference(num_envs: int, mode: AutoresetMode) -> SyncVectorEnv:
         [lambda: gym.make("CartPole-v1", max_episode_steps=LIMIT) for _ in range(num_envs)],
         autoreset_mode=mode,
     )
-
-
-def _put_reference_state_into(ours: RollaxVectorEnv, reference: SyncVectorEnv) -> None:
-    """Give rollax Gymnasium's physical states (their resets draw different numbers)."""
-    states = np.stack([e.unwrapped.state for e in reference.envs]).astype(np.float32)
-    core = ours.state.core.replace(
-        x=jnp.asarray(states[:, 0]),
-        x_dot=jnp.asarray(states[:, 1]),
-        theta=jnp.asarray(states[:, 2]),
-        theta_dot=jnp.asarray(states[:, 3]),
-    )
-    ours.state = ours.state.replace(core=core)
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
@@ -53,7 +41,7 @@ def test_autoreset_modes_match_sync_vector_env_step_for_step(mode):
     ends = {"terminated": 0, "truncated": 0}
     previous_done = np.zeros(n, bool)
     for action in actions:
-        _put_reference_state_into(ours, reference)
+        put_gymnasium_states_into(ours, reference.envs)
         expected = reference.step(action)
         got = ours.step(action)
         done = expected[2] | expected[3]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gymnasium as gym
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
@@ -18,6 +17,7 @@ from stable_baselines3.common.vec_env import (
     VecNormalize,
 )
 
+from _cartpole import put_gymnasium_states_into
 from rollax.adapters.sb3 import RollaxVecEnv
 
 LIMIT = 25  # short episodes so that both termination and truncation happen
@@ -29,18 +29,6 @@ def _reference(num_envs: int) -> DummyVecEnv:
     return DummyVecEnv(
         [lambda: Monitor(gym.make("CartPole-v1", max_episode_steps=LIMIT))] * num_envs
     )
-
-
-def _put_reference_state_into(ours: RollaxVecEnv, reference: DummyVecEnv) -> None:
-    """Give rollax Gymnasium's physical states (their resets draw different numbers)."""
-    states = np.stack([e.unwrapped.state for e in reference.envs]).astype(np.float32)
-    core = ours.state.core.replace(
-        x=jnp.asarray(states[:, 0]),
-        x_dot=jnp.asarray(states[:, 1]),
-        theta=jnp.asarray(states[:, 2]),
-        theta_dot=jnp.asarray(states[:, 3]),
-    )
-    ours.state = ours.state.replace(core=core)
 
 
 class _TraceCount:
@@ -71,7 +59,7 @@ def test_matches_dummy_vec_env_step_for_step():
     actions = np.random.default_rng(0).integers(0, 2, (300, n))
     ends = {"terminated": 0, "truncated": 0}
     for action in actions:
-        _put_reference_state_into(ours, reference)
+        put_gymnasium_states_into(ours, reference.envs)
         want_obs, want_rewards, want_dones, want_infos = reference.step(action)
         obs, rewards, dones, infos = ours.step(action)
         np.testing.assert_array_equal(dones, want_dones)
