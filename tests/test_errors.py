@@ -3,7 +3,9 @@ be valid (DESIGN.md 7)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +13,9 @@ import numpy as np
 import pytest
 
 import rollax
+from rollax._struct import pytree_dataclass
+from rollax.envs import Environment, EnvParams, VecEnv
+from rollax.spaces import Box
 
 
 def test_unknown_id_lists_close_matches():
@@ -108,3 +113,50 @@ def test_register_errors():
         rollax.register("Mine-v0", "not a module path")
     with pytest.raises(ValueError, match="non-empty string"):
         rollax.register("", "a:b")
+
+
+@pytree_dataclass
+class _VectorParams(EnvParams):
+    max_episode_steps: Any = np.int32(10)
+    target: Any = dataclasses.field(default_factory=lambda: np.zeros(3, np.float32))
+
+
+@pytree_dataclass
+class _VectorState:
+    position: jax.Array
+
+
+class _Reach(Environment[_VectorState, _VectorParams]):
+    """A parameter that is a vector: its shape, not only its rank, is checked."""
+
+    @property
+    def default_params(self) -> _VectorParams:
+        return _VectorParams()
+
+    @property
+    def observation_space(self) -> Box:
+        return Box(-np.inf, np.inf, (3,))
+
+    @property
+    def action_space(self) -> Box:
+        return Box(-1.0, 1.0, (3,))
+
+    def reset_env(self, key: jax.Array, params: _VectorParams) -> _VectorState:
+        return _VectorState(jax.random.normal(key, (3,)))
+
+    def step_env(self, state: _VectorState, action: jax.Array, params: _VectorParams) -> tuple:
+        position = state.position + action
+        reward = -jnp.sum((position - params.target) ** 2)
+        return _VectorState(position), reward, jnp.zeros((), bool)
+
+    def observe(self, state: _VectorState, params: _VectorParams) -> jax.Array:
+        return state.position
+
+
+def test_params_of_the_right_rank_but_another_shape_are_refused(key):
+    env = VecEnv(_Reach(), num_envs=4)
+    state, _ = env.reset(key)  # one target for all, or one per environment, both work
+    env.reset(key, env.default_params.replace(target=np.zeros((4, 3), np.float32)))
+    wrong = env.default_params.replace(target=np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match=r"params.target has shape \(2,\); expected \(3,\)"):
+        env.step(state, np.zeros((4, 3), np.float32), wrong)

@@ -198,25 +198,14 @@ class RollaxVecEnv(SB3VecEnv):
 
     @params.setter
     def params(self, value: Any) -> None:
+        self._vec.check_params(value)  # the class, and each field's shape
         default = self._vec.default_params
-        if type(value) is not type(default):
-            raise TypeError(
-                f"params must be a {type(default).__name__} for {self._vec.env_id}, got "
-                f"{type(value).__name__}; start from env.params.replace(...)."
-            )
-        n = self._vec.num_envs
 
-        def checked(path: Any, leaf: Any, ref: Any) -> np.ndarray:
-            ref, leaf = np.asarray(ref), np.asarray(leaf)
-            if leaf.shape not in (ref.shape, (n, *ref.shape)):
-                raise ValueError(
-                    f"params{jax.tree_util.keystr(path)} has shape {leaf.shape}; expected "
-                    f"{ref.shape} (one value for all environments) or {(n, *ref.shape)} (one "
-                    f"per environment)."
-                )
-            return leaf.astype(ref.dtype)  # a copy: later changes to `value` do not leak in
+        def checked(leaf: Any, ref: Any) -> np.ndarray:
+            # A copy in the defaults' dtype: later changes to `value` do not leak in.
+            return np.asarray(leaf).astype(np.asarray(ref).dtype)
 
-        host = jax.tree_util.tree_map_with_path(checked, value, default)
+        host = jax.tree.map(checked, value, default)
         layout = Layout((host,))
         self._params_packed = on_device(layout.pack((host,)), self._device)
         self._params_layout = layout

@@ -188,7 +188,7 @@ class VecEnv:
             ``(state, timestep)``: the timestep has the first observations, zero rewards and
             false flags.
         """
-        params, axes = self._check_params(params)
+        params, axes = self.check_params(params)
         n = self.num_envs or 1
         # The strategy's own randomness (the pool's key chain) comes from its own child.
         key, strategy_key = jax.random.split(key)
@@ -221,7 +221,7 @@ class VecEnv:
             ``(state, timestep)``.
         """
         action = self._check_action(action)
-        params, axes = self._check_params(params)
+        params, axes = self.check_params(params)
         state = self._batch(state)
         action = action if self.num_envs else action[None]
         starts = Starts(self.env, params, axes)
@@ -259,7 +259,7 @@ class VecEnv:
             current observation elsewhere; rewards are zero and flags false.
         """
         mask = self._check_mask(mask)
-        params, axes = self._check_params(params)
+        params, axes = self.check_params(params)
         state = self._batch(state)
         mask = mask if self.num_envs else mask[None]
         obs = jax.vmap(self.env.observe, in_axes=(0, axes))(state.core, params)
@@ -284,7 +284,7 @@ class VecEnv:
                 f"{self.env.name} cannot render: it defines no render(state, params) method. "
                 f"The classic-control environments and Maze-v0 do."
             )
-        params, axes = self._check_params(params)
+        params, axes = self.check_params(params)
         core = self._batch(state).core
         frames = jax.vmap(self.env.render, in_axes=(0, axes))(core, params)
         return frames if self.num_envs is not None else frames[0]
@@ -352,8 +352,18 @@ class VecEnv:
 
     # ------------------------------------------------------------------ input checks
 
-    def _check_params(self, params: EnvParams | None) -> tuple[EnvParams, Any]:
-        """Defaults for ``None``; the ``vmap`` axis of every leaf (0 if batched, else None)."""
+    def check_params(self, params: EnvParams | None) -> tuple[EnvParams, Any]:
+        """Check environment params as ``reset``/``step`` take them (adapters check on input).
+
+        Returns:
+            ``(params, axes)``: the defaults for ``None``; the ``vmap`` axis of every leaf,
+            ``None`` for one value for all environments (the defaults' shape), 0 for one per
+            environment (a leading ``(num_envs,)`` axis).
+
+        Raises:
+            TypeError: params of another class than the environment's.
+            ValueError: a leaf of any other shape, naming it.
+        """
         default = self.env.default_params
         if params is None:
             params = default
@@ -366,10 +376,10 @@ class VecEnv:
             return params, None
 
         def axis(path: Any, leaf: Any, ref: Any) -> int | None:
-            ndim, ref_ndim = np.ndim(leaf), np.ndim(ref)
-            if ndim == ref_ndim:
+            shape, ref_shape = np.shape(leaf), np.shape(ref)
+            if shape == ref_shape:
                 return None
-            if ndim == ref_ndim + 1 and np.shape(leaf)[0] == self.num_envs:
+            if shape == (self.num_envs, *ref_shape):
                 return 0
             raise ValueError(
                 f"params{jax.tree_util.keystr(path)} has shape {np.shape(leaf)}; expected "
