@@ -123,7 +123,7 @@ def test_resume_with_the_buffer_is_bit_identical(tmp_path):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
         np.testing.assert_array_equal(a, b)
-    assert int(whole.buffer.steps[0]) == 800 // config.num_envs  # the buffer went on too
+    assert int(whole.buffer.steps[0, 0]) == 800 // config.num_envs  # the buffer went on too
     np.testing.assert_array_equal(m_second_half["td_loss"], m_resumed["td_loss"])
 
 
@@ -199,7 +199,7 @@ def test_checkpoints_can_leave_the_buffer_out_and_resume_refills_it(tmp_path):
     checkpoints.save(400, agent.to_checkpoint(state), {})
     template = jax.eval_shape(lambda k: agent.to_checkpoint(agent.init(k)), jax.random.key(0))
     restored = agent.from_checkpoint(checkpoints.restore(template)[0])
-    assert int(restored.buffer.steps[0]) == 0  # the buffer starts empty ...
+    assert int(restored.buffer.steps[0, 0]) == 0  # the buffer starts empty ...
     for a, b in zip(jax.tree.leaves(state.learner), jax.tree.leaves(restored.learner), strict=True):
         np.testing.assert_array_equal(a, b)  # ... and everything else is restored
     # Learning pauses until learning_starts transitions are stored again: 50 vectorized

@@ -156,7 +156,8 @@ def test_rollout_bootstraps_every_step_from_the_value_of_its_true_successor():
     start = start.replace(env_params=start.env_params.replace(max_episode_steps=10))
     _, rollout = agent.collect(start)
     # Replay the same actions from the same environment state to get every final_obs.
-    env_state, finals, ended = start.env_state, [], []
+    # The state holds (seeds, shards, environments, ...): one seed, one shard here.
+    env_state, finals, ended = jax.tree.map(lambda x: x[0, 0], start.env_state), [], []
     for action in rollout.action:
         env_state, ts = agent.env.step(env_state, action, start.env_params)
         finals.append(ts.final_obs)

@@ -172,12 +172,12 @@ def test_correlated_exploration_keeps_the_policy_distribution_and_persists():
     noises = []
     for _ in range(40):
         state, _ = agent.run(state, config.steps_per_iteration)
-        noises.append(np.asarray(state.learner.noise[0, :, 0]))
+        noises.append(np.asarray(state.explore[0, 0, :, 0]))
     noise = np.stack(noises)  # (steps, envs)
     assert abs(noise.mean()) < 0.1 and abs(noise.std() - 1.0) < 0.1
     lag1 = np.corrcoef(noise[:-1].ravel(), noise[1:].ravel())[0, 1]
     assert abs(lag1 - 0.9) < 0.05, lag1
-    assert make_sac(PROBE, "Pendulum-v1").init(jax.random.key(0)).learner.noise is None
+    assert make_sac(PROBE, "Pendulum-v1").init(jax.random.key(0)).explore is None
     with pytest.raises(ValueError, match=r"exploration_correlation=1.0 must lie in \[0, 1\)"):
         make_sac(PROBE.replace(exploration_correlation=1.0), "Pendulum-v1")
 

@@ -136,7 +136,7 @@ def test_evaluation_takes_the_episode_limit_and_params_from_the_state():
     # the episode limit that evaluation used.
     seeds, envs = 2, 3
     env = rollax.make("MountainCar-v0", num_envs=seeds * envs)
-    evaluate, _ = make_evaluator(env, feedforward_policy(_push_nothing), seeds)
+    evaluate, _ = make_evaluator(env, feedforward_policy(_push_nothing), seeds, seeds * envs)
     key = jax.random.key(0)
     # The state's limit, above the default of 200 (a fixed horizon would stop at 200).
     state = _State(env.default_params.replace(max_episode_steps=np.int32(350)))

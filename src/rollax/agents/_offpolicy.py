@@ -5,15 +5,17 @@ optimizers and hyperparameters, with two pure functions, ``act`` (exploration) a
 ``learn`` (one gradient step on a sampled batch). This module supplies the rest:
 
 - :class:`OffPolicyState`: the learner with the replay buffer, observation statistics,
-  environments, keys and counters, per seed.
+  environments, keys and counters.
 - :func:`make_offpolicy_iteration`: one iteration steps every environment
   ``train_every`` times with the learner's ``act``, stores each transition with its true
   successor (``final_obs`` at an episode end), and then, once ``learning_starts``
   transitions per seed are stored, takes ``gradient_steps`` gradient steps, each on a batch
   of windows of ``n_step`` consecutive transitions (priorities updated when prioritized).
 
-All seeds' environments step as one batch; buffers, learners and statistics are ``vmap``ped
-over seeds.
+Everything is written for one seed on one shard: the shard's environments fill the shard's
+own replay buffer (``buffer_size / num_shards``), each gradient step samples
+``batch_size / num_shards`` windows from it, and the learner's gradient step averages the
+gradients over the seed's shards. The training layer maps it over seeds and shards.
 """
 
 from __future__ import annotations
@@ -28,15 +30,27 @@ from rollax._struct import pytree_dataclass
 from rollax.buffers import BufferState, SequenceBuffer, Transition
 from rollax.envs import EnvParams, EnvState, VecEnv
 from rollax.ops import normalize_observation, observation_stats, update_observation_stats
+from rollax.training import (
+    ENV_PARAMS,
+    SEED,
+    SHARD,
+    SHARED,
+    Agent,
+    Layout,
+    ShardStart,
+    build_agent,
+    feedforward_policy,
+)
 from rollax.types import PRNGKey
 
 __all__ = [
+    "LAYOUT",
     "OffPolicyState",
+    "build_offpolicy_agent",
     "checkpoint_hooks",
-    "empty_buffers",
     "init_offpolicy_state",
     "make_offpolicy_iteration",
-    "observe_seeds",
+    "observe_for_policy",
     "replay_buffer",
 ]
 
@@ -46,22 +60,28 @@ class OffPolicyState:
     """Everything an off-policy run needs to continue.
 
     Save it, restore it, and training goes on as if it had never stopped (the replay
-    buffer included). Per-seed leaves have a leading ``(num_seeds,)`` axis.
+    buffer included). Leaves as the training layer holds them (:data:`LAYOUT`): per-seed
+    leaves lead with ``(num_seeds,)``, per-shard leaves with ``(num_seeds, num_shards)``.
 
     Attributes:
         learner: The agent's learner state (networks, targets, optimizers, hyperparameters),
             per seed.
-        buffer: Replay of each seed's transitions (a :class:`~rollax.buffers.BufferState`).
+        explore: The exploration state of each shard's environments (SAC's correlated
+            noise), per shard; ``None`` for agents without one.
+        buffer: Each shard's replay (a :class:`~rollax.buffers.BufferState`).
         obs_stats: Running observation statistics, per seed (used with ``normalize_obs``).
-        env_state: The environments of all seeds as one batch of ``num_seeds * num_envs``.
-        obs: Their current observations, leaves ``(num_seeds * num_envs, ...)``.
-        key: One key per seed for exploration and sampling.
+        env_state: Each shard's environments.
+        obs: Their current observations, leaves ``(num_envs // num_shards, ...)`` per shard.
+        key: Each shard's key for exploration and sampling.
         env_params: The environment's params (a curriculum may change them between runs).
         env_steps: int32 ``()``: environment steps (transitions) per seed so far.
         updates: int32 ``()``: gradient steps per seed so far.
+        stored: int32 ``()``: transitions per seed in the replay (at most its capacity);
+            learning waits until ``learning_starts`` are.
     """
 
     learner: Any
+    explore: Any
     buffer: BufferState
     obs_stats: Any
     env_state: EnvState
@@ -70,11 +90,28 @@ class OffPolicyState:
     env_params: EnvParams
     env_steps: jax.Array
     updates: jax.Array
+    stored: jax.Array
 
     @property
     def params(self) -> Any:
         """The learner's trained parameters (what the NaN guard checks)."""
         return self.learner.params
+
+
+LAYOUT = OffPolicyState(
+    learner=SEED,
+    explore=SHARD,
+    buffer=SHARD,
+    obs_stats=SEED,
+    env_state=SHARD,
+    obs=SHARD,
+    key=SHARD,
+    env_params=ENV_PARAMS,
+    env_steps=SHARED,
+    updates=SHARED,
+    stored=SHARED,
+)
+"""Where each part of :class:`OffPolicyState` lives (see :mod:`rollax.training`'s layouts)."""
 
 
 def transition_example(obs_spec: Any, env: VecEnv) -> Transition:
@@ -91,16 +128,8 @@ def transition_example(obs_spec: Any, env: VecEnv) -> Transition:
     )
 
 
-def empty_buffers(
-    buffer: SequenceBuffer, obs_spec: Any, env: VecEnv, num_seeds: int
-) -> BufferState:
-    """Every seed's replay, empty (leaves with a leading ``(num_seeds,)`` axis)."""
-    example = transition_example(obs_spec, env)
-    return jax.vmap(lambda _: buffer.init(example))(jnp.arange(num_seeds))
-
-
 def checkpoint_hooks(
-    config: Any, buffer: SequenceBuffer, obs_spec: Any, env: VecEnv
+    config: Any, layout: Layout, buffer: SequenceBuffer, obs_spec: Any, env: VecEnv
 ) -> tuple[Any, Any]:
     """``(to_checkpoint, from_checkpoint)`` for :func:`rollax.training.build_agent`.
 
@@ -116,64 +145,60 @@ def checkpoint_hooks(
         return state.replace(buffer=None)
 
     def from_checkpoint(saved: OffPolicyState) -> OffPolicyState:
-        return saved.replace(buffer=empty_buffers(buffer, obs_spec, env, config.num_seeds))
+        example = transition_example(obs_spec, env)
+        empty = jax.tree.map(
+            lambda x: jnp.broadcast_to(x, (layout.num_seeds, layout.num_shards, *x.shape)),
+            buffer.init(example),
+        )
+        return saved.replace(buffer=empty, stored=jnp.zeros((), jnp.int32))
 
     return to_checkpoint, from_checkpoint
 
 
 def init_offpolicy_state(
-    *,
-    key: PRNGKey,
-    env: VecEnv,
-    env_params: EnvParams | None,
+    start: ShardStart,
+    learner: Any,
+    explore: Any,
     buffer: SequenceBuffer,
     obs_spec: Any,
-    num_seeds: int,
-    init_learner: Callable[[PRNGKey], Any],
+    env: VecEnv,
 ) -> OffPolicyState:
-    """A fresh state: reset environments, empty buffers, one learner per seed.
+    """A fresh state of one seed's shard: its reset environments, an empty buffer.
 
     Args:
-        key: The run's initialization key.
-        env: The training batch (``num_seeds * num_envs`` environments).
-        env_params: Its params (``None``: the defaults).
-        buffer: Each seed's replay buffer.
+        start: The shard's start (from the training layer).
+        learner: The seed's new learner.
+        explore: The shard's exploration state (``None`` for none).
+        buffer: The shard's replay buffer.
         obs_spec: One observation's spec (vector or dict).
-        num_seeds: Seeds trained at once.
-        init_learner: ``key -> learner`` of one seed.
+        env: The shard's batch.
     """
-    env_params = env.default_params if env_params is None else env_params
-    k_env, k_seeds = jax.random.split(key)
-    env_state, ts = env.reset(k_env, env_params)
-
-    def one_seed(key: PRNGKey) -> tuple:
-        k_learner, key = jax.random.split(key)
-        return init_learner(k_learner), key
-
-    learner, keys = jax.vmap(one_seed)(jax.random.split(k_seeds, num_seeds))
     return OffPolicyState(
         learner=learner,
-        buffer=empty_buffers(buffer, obs_spec, env, num_seeds),
-        obs_stats=jax.vmap(lambda _: observation_stats(obs_spec))(jnp.arange(num_seeds)),
-        env_state=env_state,
-        obs=ts.obs,
-        key=keys,
-        env_params=jax.tree.map(jnp.asarray, env_params),
+        explore=explore,
+        buffer=buffer.init(transition_example(obs_spec, env)),
+        obs_stats=observation_stats(obs_spec),
+        env_state=start.env_state,
+        obs=start.obs,
+        key=start.key,
+        env_params=start.env_params,
         env_steps=jnp.zeros((), jnp.int32),
         updates=jnp.zeros((), jnp.int32),
+        stored=jnp.zeros((), jnp.int32),
     )
 
 
 def replay_buffer(config: Any) -> SequenceBuffer:
-    """Each seed's replay buffer, sized by an off-policy config.
+    """One shard's replay buffer, sized by an off-policy config.
 
-    ``buffer_size`` transitions from ``num_envs`` environments, sampled as windows of
-    ``n_step`` transitions (prioritized when the config has ``prioritized``, storing each
-    observation once with ``compact_replay``).
+    ``buffer_size / num_shards`` transitions from ``num_envs / num_shards`` environments,
+    sampled as windows of ``n_step`` transitions (prioritized when the config has
+    ``prioritized``, storing each observation once with ``compact_replay``).
     """
+    shards = config.num_shards
     return SequenceBuffer(
-        capacity=config.buffer_size,
-        num_envs=config.num_envs,
+        capacity=config.buffer_size // shards,
+        num_envs=config.num_envs // shards,
         sequence_length=config.n_step,
         prioritized=getattr(config, "prioritized", False),
         priority_exponent=getattr(config, "priority_exponent", 0.6),
@@ -181,152 +206,212 @@ def replay_buffer(config: Any) -> SequenceBuffer:
     )
 
 
-def observe_seeds(state: OffPolicyState, obs: Any, normalize: bool) -> Any:
-    """Observations ``(num_seeds, B, ...)`` as each seed's learner sees them."""
-    if not normalize:
-        return obs
-    return jax.vmap(normalize_observation)(state.obs_stats, obs)
-
-
 def make_offpolicy_iteration(
     config: Any,
+    layout: Layout,
     env: VecEnv,
     buffer: SequenceBuffer,
-    act: Callable[..., jax.Array],
+    act: Callable[..., tuple[jax.Array, Any]],
     learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
     metric_names: Sequence[str],
     importance_exponent: Callable[[Any], jax.Array] | None = None,
 ) -> Callable[[OffPolicyState], tuple[OffPolicyState, dict[str, jax.Array]]]:
-    """One iteration of an off-policy agent, for :func:`rollax.training.build_agent`.
+    """One iteration of an off-policy agent on one shard, for ``build_agent``.
 
     Args:
         config: The agent's configuration, with the fields every off-policy config has:
-            ``num_seeds``, ``num_envs``, ``train_every`` (vectorized steps per iteration,
+            ``num_envs``, ``num_shards``, ``train_every`` (vectorized steps per iteration,
             before its learning phase), ``gradient_steps`` (in each learning phase),
-            ``batch_size`` (windows per gradient step), ``learning_starts`` (transitions
-            per seed stored before learning begins) and ``normalize_obs`` (normalize vector
-            observations with running statistics updated from every collected observation;
-            the buffer keeps raw observations).
-        env: The training batch.
-        buffer: Each seed's replay (:func:`replay_buffer`).
-        act: ``(learner, obs, key, env_steps) -> (action, learner)`` for one seed: ``obs``
-            leaves ``(num_envs, ...)`` (normalized if asked), ``env_steps`` int32 ``()``; the
-            learner returned may carry exploration state (SAC's correlated noise).
-        learn: ``(learner, batch, weight, key) -> (learner, metrics, priority)`` for one
-            seed: ``batch`` a :class:`Transition` with leaves ``(batch_size, n_step, ...)``
-            (observations normalized if asked), ``weight`` float32 ``(batch_size,)``
-            importance weights (ones without prioritized replay), ``metrics`` a dict of
-            float32 scalars, ``priority`` float32 ``(batch_size,)`` new priorities.
+            ``batch_size`` (windows per gradient step, split over the shards),
+            ``learning_starts`` (transitions per seed stored before learning begins),
+            ``buffer_size`` and ``normalize_obs`` (normalize vector observations with
+            running statistics updated from every collected observation; the buffer keeps
+            raw observations).
+        layout: The run's layout (the statistics average over the seed's shards).
+        env: One shard's batch.
+        buffer: The shard's replay (:func:`replay_buffer`).
+        act: ``(learner, explore, obs, key, env_steps) -> (action, explore)``: ``obs``
+            leaves ``(E, ...)`` (normalized if asked), ``env_steps`` int32 ``()``.
+        learn: ``(learner, batch, weight, key) -> (learner, metrics, priority)``:
+            ``batch`` a :class:`Transition` with leaves ``(batch_size / num_shards, n_step,
+            ...)`` (observations normalized if asked), ``weight`` float32 importance weights
+            (ones without prioritized replay), ``metrics`` a dict of float32 scalars,
+            ``priority`` float32 new priorities. Its gradient step averages over the shards.
         metric_names: The names of ``learn``'s metrics (zeros while learning waits).
         importance_exponent: ``learner -> beta`` for prioritized sampling (its
             hyperparameter); ``None`` for uniform replay.
 
     Returns:
-        ``iteration(state) -> (state, metrics)``: metrics per seed ``(num_seeds,)``:
-        ``episodes``, ``return_sum``, the learner's means over the gradient steps, and
-        ``learned`` (whether the learning phase ran).
+        ``iteration(state) -> (state, metrics)``: this shard's ``episodes`` and
+        ``return_sum``, the learner's means over the gradient steps, and ``learned``.
     """
-    num_seeds, num_envs = config.num_seeds, config.num_envs
     train_every, gradient_steps = config.train_every, config.gradient_steps
-    batch_size, learning_starts = config.batch_size, config.learning_starts
+    shard_batch = config.batch_size // config.num_shards
     normalize_obs = config.normalize_obs
-
-    def per_seed(x: jax.Array) -> jax.Array:
-        return x.reshape(num_seeds, num_envs, *x.shape[1:])
-
-    def flat(x: jax.Array) -> jax.Array:
-        return x.reshape(num_seeds * num_envs, *x.shape[2:])
+    per_iteration = config.num_envs * train_every
 
     def observe(stats: Any, obs: Any) -> Any:
         return normalize_observation(stats, obs) if normalize_obs else obs
 
     def env_step(state: OffPolicyState, _: None) -> tuple[OffPolicyState, tuple]:
-        keys, act_keys = jax.vmap(jax.random.split, out_axes=1)(state.key)
-        obs = jax.tree.map(per_seed, state.obs)
-        seen = jax.vmap(observe)(state.obs_stats, obs)
-        action, learner = jax.vmap(act, in_axes=(0, 0, 0, None))(
-            state.learner, seen, act_keys, state.env_steps
-        )
+        key, act_key = jax.random.split(state.key)
+        seen = observe(state.obs_stats, state.obs)
+        action, explore = act(state.learner, state.explore, seen, act_key, state.env_steps)
         env_state, ts = env.step(
-            state.env_state, flat(action).astype(env.action_space.dtype), state.env_params
+            state.env_state, action.astype(env.action_space.dtype), state.env_params
         )
         transition = Transition(
-            obs=obs,
+            obs=state.obs,
             action=action,
-            reward=per_seed(ts.reward),
-            terminated=per_seed(ts.terminated),
-            truncated=per_seed(ts.truncated),
-            next_obs=jax.tree.map(per_seed, ts.final_obs),
+            reward=ts.reward,
+            terminated=ts.terminated,
+            truncated=ts.truncated,
+            next_obs=ts.final_obs,
         )
         stats = state.obs_stats
         if normalize_obs:
-            stats = jax.vmap(update_observation_stats)(stats, obs)
-        done = per_seed(ts.done)
+            stats = update_observation_stats(stats, state.obs, layout.shard_mean, layout.num_shards)
         episodes = (
-            done.sum(axis=1),
-            jnp.where(done, per_seed(ts.info["episode_return"]), 0.0).sum(axis=1),
+            ts.done.sum(dtype=jnp.int32),
+            jnp.where(ts.done, ts.info["episode_return"], 0.0).sum(),
         )
         state = state.replace(
-            learner=learner,
-            buffer=jax.vmap(buffer.add)(state.buffer, transition),
+            explore=explore,
+            buffer=buffer.add(state.buffer, transition),
             obs_stats=stats,
             env_state=env_state,
             obs=ts.obs,
-            key=keys,
-            env_steps=state.env_steps + num_envs,
+            key=key,
+            env_steps=state.env_steps + config.num_envs,
         )
         return state, episodes
 
     def learning_phase(state: OffPolicyState) -> tuple[Any, BufferState, Any, dict]:
-        keys, learn_keys = jax.vmap(jax.random.split, out_axes=1)(state.key)
+        key, learn_key = jax.random.split(state.key)
 
-        def gradient_step(carry: tuple, keys: PRNGKey) -> tuple:
+        def gradient_step(carry: tuple, key: PRNGKey) -> tuple:
             learner, replay = carry
-
-            def one_seed(learner: Any, replay: BufferState, stats: Any, key: PRNGKey) -> tuple:
-                k_sample, k_learn = jax.random.split(key)
-                beta = 1.0 if importance_exponent is None else importance_exponent(learner)
-                sample = buffer.sample(replay, k_sample, batch_size, beta)
-                batch = sample.item.replace(
-                    obs=observe(stats, sample.item.obs),
-                    next_obs=observe(stats, sample.item.next_obs),
-                )
-                learner, metrics, priority = learn(learner, batch, sample.weight, k_learn)
-                if buffer.prioritized:
-                    replay = buffer.update_priorities(replay, sample.index, priority)
-                return learner, replay, metrics
-
-            learner, replay, metrics = jax.vmap(one_seed)(learner, replay, state.obs_stats, keys)
+            k_sample, k_learn = jax.random.split(key)
+            beta = 1.0 if importance_exponent is None else importance_exponent(learner)
+            sample = buffer.sample(replay, k_sample, shard_batch, beta)
+            batch = sample.item.replace(
+                obs=observe(state.obs_stats, sample.item.obs),
+                next_obs=observe(state.obs_stats, sample.item.next_obs),
+            )
+            learner, metrics, priority = learn(learner, batch, sample.weight, k_learn)
+            if buffer.prioritized:
+                replay = buffer.update_priorities(replay, sample.index, priority)
             return (learner, replay), metrics
 
-        step_keys = jax.vmap(lambda k: jax.random.split(k, gradient_steps), out_axes=1)(learn_keys)
         (learner, replay), metrics = jax.lax.scan(
-            gradient_step, (state.learner, state.buffer), step_keys
+            gradient_step,
+            (state.learner, state.buffer),
+            jax.random.split(learn_key, gradient_steps),
         )
-        return learner, replay, keys, jax.tree.map(lambda m: m.mean(axis=0), metrics)
+        return learner, replay, key, jax.tree.map(lambda m: m.mean(axis=0), metrics)
 
     def iteration(state: OffPolicyState) -> tuple[OffPolicyState, dict[str, jax.Array]]:
         state, (ended, returns) = jax.lax.scan(env_step, state, None, train_every)
-        # Transitions stored (the same for every seed): a buffer left out of a checkpoint
-        # refills before learning goes on.
-        learning = buffer.size(jax.tree.map(lambda x: x[0], state.buffer)) >= learning_starts
+        # Transitions stored per seed (the same for every seed and shard, so the branch is
+        # taken or skipped as a whole): a buffer left out of a checkpoint refills before
+        # learning goes on.
+        stored = jnp.minimum(state.stored + per_iteration, config.buffer_size)
+        learning = stored >= config.learning_starts
 
         def skip(state: OffPolicyState) -> tuple:
-            zeros = {name: jnp.zeros((num_seeds,), jnp.float32) for name in metric_names}
+            zeros = {name: jnp.zeros((), jnp.float32) for name in metric_names}
             return state.learner, state.buffer, state.key, zeros
 
-        learner, replay, keys, metrics = jax.lax.cond(learning, learning_phase, skip, state)
+        learner, replay, key, metrics = jax.lax.cond(learning, learning_phase, skip, state)
         state = state.replace(
             learner=learner,
             buffer=replay,
-            key=keys,
+            key=key,
+            stored=stored,
             updates=state.updates + jnp.where(learning, gradient_steps, 0).astype(jnp.int32),
         )
         return state, {
-            "episodes": ended.sum(axis=0).astype(jnp.int32),
-            "return_sum": returns.sum(axis=0),
-            "learned": jnp.broadcast_to(learning, (num_seeds,)),
+            "episodes": ended.sum(dtype=jnp.int32),
+            "return_sum": returns.sum(),
+            "learned": learning,
             **metrics,
         }
 
     return iteration
+
+
+def observe_for_policy(state: OffPolicyState, obs: Any, normalize: bool) -> Any:
+    """One seed's observations ``(B, ...)`` as its learner sees them."""
+    return normalize_observation(state.obs_stats, obs) if normalize else obs
+
+
+def build_offpolicy_agent(
+    *,
+    name: str,
+    config: Any,
+    layout: Layout,
+    env: VecEnv,
+    obs_spec: Any,
+    init_learner: Callable[[PRNGKey], Any],
+    act: Callable[..., tuple[jax.Array, Any]],
+    learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
+    metric_names: Sequence[str],
+    policy_act: Callable[..., jax.Array],
+    with_budget: Callable[[Any, int], Any],
+    init_explore: Callable[[PRNGKey, ShardStart], Any] | None = None,
+    importance_exponent: Callable[[Any], jax.Array] | None = None,
+) -> Agent:
+    """An off-policy agent from its learner's pieces: what DQN and SAC share.
+
+    Args:
+        name: The algorithm's registered name.
+        config: Its configuration (the fields of :func:`make_offpolicy_iteration`).
+        layout: Its layout (:func:`rollax.training.layout_for`).
+        env: One shard's batch.
+        obs_spec: One observation's spec.
+        init_learner: ``key -> learner`` of one seed.
+        act: As :func:`make_offpolicy_iteration`'s.
+        learn: As :func:`make_offpolicy_iteration`'s.
+        metric_names: ``learn``'s metrics.
+        policy_act: ``(learner, obs, key, deterministic) -> action`` of one seed for
+            evaluation and video (``obs`` as the learner sees them, ``(B, ...)``).
+        with_budget: The resume hook for a new budget.
+        init_explore: ``(key, start) -> explore`` of one shard (``None``: no exploration
+            state): ``key`` the seed's learner key, ``start`` the shard's start.
+        importance_exponent: ``learner -> beta`` for prioritized replay, else ``None``.
+    """
+    buffer = replay_buffer(config)
+
+    def init(key: PRNGKey, start: ShardStart) -> OffPolicyState:
+        explore = None if init_explore is None else init_explore(key, start)
+        return init_offpolicy_state(start, init_learner(key), explore, buffer, obs_spec, env)
+
+    iteration = make_offpolicy_iteration(
+        config, layout, env, buffer, act, learn, metric_names, importance_exponent
+    )
+
+    def act_for_policy(
+        state: OffPolicyState, obs: Any, key: PRNGKey, deterministic: bool
+    ) -> jax.Array:
+        seen = observe_for_policy(state, obs, config.normalize_obs)
+        return policy_act(state.learner, seen, key, deterministic)
+
+    to_checkpoint, from_checkpoint = checkpoint_hooks(config, layout, buffer, obs_spec, env)
+    return build_agent(
+        name=name,
+        config=config,
+        layout=layout,
+        env=env,
+        state_layout=LAYOUT,
+        init=init,
+        iteration=iteration,
+        steps_per_iteration=config.steps_per_iteration,
+        unit_name="vectorized steps of num_envs * train_every",
+        metric_names=metric_names,
+        policy=feedforward_policy(act_for_policy),
+        with_budget=with_budget,
+        to_checkpoint=to_checkpoint,
+        from_checkpoint=from_checkpoint,
+        # Level 1 compiles the training program 10% faster and runs it as fast.
+        run_cpu_level=1,
+    )

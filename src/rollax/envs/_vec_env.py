@@ -177,12 +177,28 @@ class VecEnv:
 
     # ------------------------------------------------------------------ public API
 
-    def reset(self, key: PRNGKey, params: EnvParams | None = None) -> tuple[EnvState, TimeStep]:
+    def reset(
+        self,
+        key: PRNGKey,
+        params: EnvParams | None = None,
+        *,
+        part: int | jax.Array = 0,
+        num_parts: int = 1,
+    ) -> tuple[EnvState, TimeStep]:
         """Start an episode in every environment.
 
         Args:
             key: A JAX key; split into one independent key per environment.
             params: Environment parameters; ``None`` for the defaults.
+            part: With ``num_parts``: this batch is part ``part`` (an int, or an int32
+                scalar that may be traced) of ``num_parts`` equal batches that together form
+                one logical batch of ``num_parts * num_envs`` environments, all reset from
+                ``key``. Environment ``j`` of the part takes the key of environment
+                ``part * num_envs + j`` of the whole, so a batch split into seeds or shards
+                starts exactly as the whole would, and no part's keys depend on how many
+                parts there are. The reset strategy's own key (the pool's chain) is child
+                ``part`` of the whole's.
+            num_parts: The number of parts (1: this batch is the whole).
 
         Returns:
             ``(state, timestep)``: the timestep has the first observations, zero rewards and
@@ -192,7 +208,11 @@ class VecEnv:
         n = self.num_envs or 1
         # The strategy's own randomness (the pool's key chain) comes from its own child.
         key, strategy_key = jax.random.split(key)
-        keys = jax.random.split(key, n)
+        # Threefry splits are partitionable: child i does not depend on how many there are.
+        keys = jax.random.split(key, num_parts * n)
+        if num_parts > 1:
+            keys = jax.lax.dynamic_slice_in_dim(keys, part * n, n)
+        strategy_key = jax.random.split(strategy_key, num_parts)[part]
         starts = Starts(self.env, params, axes)
         next_keys, core, obs = starts.draw(keys)
         zeros = jnp.zeros(n, jnp.int32)

@@ -7,6 +7,7 @@ they are (networks scale them to ``[0, 1]``): :func:`observation_stats`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -51,17 +52,31 @@ def running_stats(shape: tuple[int, ...]) -> RunningStats:
     )
 
 
-def update_running_stats(stats: RunningStats, batch: jax.Array) -> RunningStats:
+def update_running_stats(
+    stats: RunningStats,
+    batch: jax.Array,
+    shard_mean: Callable[[Any], Any] | None = None,
+    num_shards: int = 1,
+) -> RunningStats:
     """Fold a batch into the stats.
 
     Args:
         stats: The current stats, of some ``shape``.
         batch: float ``(..., *shape)``: any number of leading sample axes.
+        shard_mean: For a batch split into ``num_shards`` equal shards (one per call, as
+            the training layer runs a seed's shards): the mean over the shards
+            (:meth:`rollax.training.Layout.mean`). The moments are then those of the whole
+            batch, the same on every shard.
+        num_shards: The number of shards ``shard_mean`` averages over.
     """
     batch = batch.astype(jnp.float32).reshape(-1, *stats.mean.shape)
-    batch_count = jnp.asarray(batch.shape[0], jnp.float32)
-    batch_mean = batch.mean(axis=0)
-    batch_var = batch.var(axis=0)
+    batch_count = jnp.asarray(batch.shape[0] * num_shards, jnp.float32)
+    if shard_mean is None:
+        batch_mean = batch.mean(axis=0)
+        batch_var = batch.var(axis=0)
+    else:
+        batch_mean = shard_mean(batch.mean(axis=0))
+        batch_var = shard_mean(jnp.square(batch - batch_mean).mean(axis=0))
     total = stats.count + batch_count
     delta = batch_mean - stats.mean
     mean = stats.mean + delta * (batch_count / total)
@@ -111,8 +126,13 @@ def normalize_observation(stats: Any, obs: Any) -> Any:
     return normalize(stats, obs)
 
 
-def update_observation_stats(stats: Any, obs: Any) -> Any:
-    """Fold a batch of observations (any leading axes) into :func:`observation_stats`."""
+def update_observation_stats(
+    stats: Any, obs: Any, shard_mean: Callable[[Any], Any] | None = None, num_shards: int = 1
+) -> Any:
+    """Fold a batch of observations (any leading axes) into :func:`observation_stats`.
+
+    ``shard_mean`` and ``num_shards``: as :func:`update_running_stats`'s.
+    """
     if isinstance(obs, dict):
-        return {k: update_running_stats(stats[k], obs[k]) for k in stats}
-    return update_running_stats(stats, obs)
+        return {k: update_running_stats(stats[k], obs[k], shard_mean, num_shards) for k in stats}
+    return update_running_stats(stats, obs, shard_mean, num_shards)

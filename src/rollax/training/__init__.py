@@ -1,7 +1,12 @@
 """The training layer that every agent shares.
 
 - The agent interface (:class:`Agent`, :class:`Policy`) and :func:`build_agent`, which turns
-  an algorithm's pure pieces into ``init``/``run``/``evaluate``.
+  an algorithm's pure pieces, written for one seed on one shard, into
+  ``init``/``run``/``evaluate``.
+- Layouts (:class:`Layout`, the tags :data:`SEED`, :data:`SHARD`, :data:`SHARED`,
+  :data:`ENV_PARAMS`): how seeds and shards map onto a mesh of devices; the one gradient
+  step of every agent (:class:`GradientStep`); the configuration fields of scale
+  (:class:`ScaleConfig`).
 - The algorithm registry (:class:`Algorithm`, :func:`get_algorithm`) that the command line
   and run directories dispatch on.
 - One evaluator for every agent, with the state's params and episode limit.
@@ -16,15 +21,28 @@ from rollax.training._agent import (
     EPISODE_METRICS,
     Agent,
     Policy,
+    ShardStart,
     build_agent,
     check_budget,
     feedforward_policy,
+    layout_for,
 )
 from rollax.training._config import ConfigError, config_to_json, decode_config
 from rollax.training._envs import training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
 from rollax.training._keys import RunKeys, run_keys
+from rollax.training._layout import (
+    ENV_PARAMS,
+    SEED,
+    SHARD,
+    SHARED,
+    Layout,
+    make_layout,
+    map_seeds,
+    resolve_devices,
+)
 from rollax.training._loop import COMMON_METRICS, TrainingDiverged
+from rollax.training._optim import GradientStep, polyak
 from rollax.training._plots import draw_runs, plot_curve, plot_runs
 from rollax.training._registry import (
     Algorithm,
@@ -44,20 +62,29 @@ from rollax.training._run import (
     write_video,
 )
 from rollax.training._run_dir import RunDirectory
+from rollax.training._scale_config import ScaleConfig
 from rollax.training._seeds import vmap_seeds
 from rollax.training._video import check_video_path, record_episode
 
 __all__ = [
     "COMMON_METRICS",
+    "ENV_PARAMS",
     "EPISODE_METRICS",
+    "SEED",
+    "SHARD",
+    "SHARED",
     "Agent",
     "Algorithm",
     "ConfigError",
+    "GradientStep",
+    "Layout",
     "Policy",
     "Run",
     "RunConfig",
     "RunDirectory",
     "RunKeys",
+    "ScaleConfig",
+    "ShardStart",
     "TrainingDiverged",
     "algorithm_for_config",
     "algorithms",
@@ -71,13 +98,18 @@ __all__ = [
     "evaluate_run",
     "feedforward_policy",
     "get_algorithm",
+    "layout_for",
     "load_run",
     "make_evaluator",
+    "make_layout",
+    "map_seeds",
     "params_for_batch",
     "plot_curve",
     "plot_runs",
+    "polyak",
     "record_episode",
     "register",
+    "resolve_devices",
     "resume",
     "run_keys",
     "train",

@@ -31,17 +31,28 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from rollax._struct import pytree_dataclass
 from rollax.envs import VecEnv
 from rollax.training._evaluate import make_evaluator
+from rollax.training._layout import (
+    SEED,
+    SHARD,
+    SHARED,
+    Layout,
+    make_layout,
+    map_seeds,
+)
 from rollax.types import PRNGKey
 
 __all__ = [
     "EPISODE_METRICS",
     "Agent",
     "Policy",
+    "ShardStart",
     "build_agent",
     "check_budget",
     "feedforward_policy",
+    "layout_for",
 ]
 
 EPISODE_METRICS = ("episodes", "return_sum")
@@ -51,17 +62,19 @@ EPISODE_METRICS = ("episodes", "return_sum")
 
 
 class Policy(NamedTuple):
-    """How an agent acts outside training (evaluation, video), one policy per seed.
+    """How an agent acts outside training (evaluation, video).
+
+    An agent writes it for one seed (``state`` is that seed's slice; no seed axis below);
+    :attr:`Agent.policy` is every seed's at once (a leading ``num_seeds`` axis on ``obs``,
+    ``carry``, ``first`` and ``action``).
 
     Attributes:
         init_carry: ``(state, batch) -> carry``: the recurrent carry of ``batch``
-            environments per seed, leaves ``(num_seeds, batch, ...)``; ``()`` for a
-            feed-forward policy.
+            environments, leaves ``(batch, ...)``; ``()`` for a feed-forward policy.
         act: ``(state, obs, carry, first, key, deterministic) -> (action, carry)``:
-            ``obs`` leaves ``(num_seeds, B, ...)``; ``first`` bool ``(num_seeds, B)`` marks
-            observations that start an episode (a recurrent policy resets its carry there);
-            ``action`` ``(num_seeds, B, ...)``, the policy's mode when ``deterministic``,
-            else a sample.
+            ``obs`` leaves ``(B, ...)``; ``first`` bool ``(B,)`` marks observations that
+            start an episode (a recurrent policy resets its carry there); ``action``
+            ``(B, ...)``, the policy's mode when ``deterministic``, else a sample.
     """
 
     init_carry: Callable[[Any, int], Any]
@@ -87,7 +100,7 @@ class Agent:
         name: The algorithm's registered name (``"ppo"``).
         config: Its configuration (a frozen dataclass with ``total_steps`` and
             ``num_seeds``).
-        env: The training environments: ``num_seeds * num_envs`` in one batch.
+        env: One shard's training environments: ``num_envs // num_shards`` in a batch.
         init: ``(key, env_params=None) -> state``.
         run: ``(state, num_steps) -> (state, metrics)``: exactly ``num_steps`` environment
             steps per seed, a multiple of ``steps_per_iteration``. Metrics, per seed
@@ -104,6 +117,9 @@ class Agent:
         with_budget: ``(state, total_steps) -> state`` for a new budget on resume.
         warmup: ``(evaluations=()) -> None``: compile ``init``, ``run`` and ``evaluate``
             for each ``(num_episodes, deterministic)`` side by side before first use.
+        layout: Where its seeds and shards sit (:class:`~rollax.training.Layout`).
+        state_layout: Its state's layout: a prefix tree of the state with one tag per
+            subtree (``"seed"``, ``"shard"``, ``"shared"``, ``"env_params"``).
         to_checkpoint: ``state -> saved``: what a checkpoint keeps of the state (all of it,
             unless the agent leaves something out, e.g. a replay buffer too large to save).
         from_checkpoint: ``saved -> state``: the state again from what was kept (parts left
@@ -121,6 +137,8 @@ class Agent:
     steps_per_iteration: int
     with_budget: Callable[[Any, int], Any]
     warmup: Callable[..., None]
+    layout: Layout
+    state_layout: Any
     to_checkpoint: Callable[[Any], Any] = lambda state: state
     from_checkpoint: Callable[[Any], Any] = lambda saved: saved
 
@@ -128,6 +146,15 @@ class Agent:
     def num_seeds(self) -> int:
         """Seeds trained at once."""
         return int(self.config.num_seeds)
+
+    @property
+    def num_train_envs(self) -> int:
+        """Training environments of all seeds: ``num_seeds * num_envs``."""
+        return self.num_seeds * int(self.config.num_envs)
+
+    def shardings(self, state: Any) -> Any:
+        """The ``NamedSharding`` of every leaf of ``state`` (``None`` on one device)."""
+        return self.layout.shardings(self.state_layout, state)
 
 
 def check_budget(steps: int, unit: int, name: str, unit_name: str) -> int:
@@ -198,6 +225,27 @@ def _compiler_options(cpu_level: int) -> dict[str, Any] | None:
     return {"xla_backend_optimization_level": cpu_level}
 
 
+@pytree_dataclass
+class ShardStart:
+    """What an agent's ``init`` starts one shard of one seed from (built by the layer).
+
+    Attributes:
+        key: The shard's own key chain (sampling actions, minibatches, replay): the seed's
+            with one shard, a child of it per shard with several.
+        env_state: The shard's environments, just reset (leading axis ``num_envs //
+            num_shards``).
+        obs: Their first observations.
+        env_params: The shard's view of the environment params.
+        shard: int32 ``()``: the shard's index among its seed's ``num_shards``.
+    """
+
+    key: PRNGKey
+    env_state: Any
+    obs: Any
+    env_params: Any
+    shard: jax.Array
+
+
 def _all_finite(tree: Any, num_seeds: int) -> jax.Array:
     """Bool ``(num_seeds,)``: every floating leaf (leading seed axis) is finite."""
     finite = jnp.ones((num_seeds,), bool)
@@ -207,12 +255,38 @@ def _all_finite(tree: Any, num_seeds: int) -> jax.Array:
     return finite
 
 
+def _seed_policy(policy: Policy, state_layout: Any, num_seeds: int) -> Policy:
+    """Every seed's policy at once from the agent's one-seed policy.
+
+    The one-seed policy sees its seed's slice of the state (its shards' leaves keep their
+    shard axis; the environment params are whole) and observations ``(B, ...)``.
+    """
+
+    def init_carry(state: Any, batch: int) -> Any:
+        one = lambda s: policy.init_carry(s, batch)  # noqa: E731
+        return map_seeds(one, num_seeds, (state_layout,))(state)
+
+    def act(
+        state: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey, deterministic: bool
+    ) -> tuple[jax.Array, Any]:
+        def one(s: Any, o: Any, c: Any, f: jax.Array, k: PRNGKey) -> tuple:
+            return policy.act(s, o, c, f, k, deterministic)
+
+        keys = jax.random.split(key, num_seeds)
+        layouts = (state_layout, SEED, SEED, SEED, SEED)
+        return map_seeds(one, num_seeds, layouts)(state, obs, carry, first, keys)
+
+    return Policy(init_carry=init_carry, act=act)
+
+
 def build_agent(
     *,
     name: str,
     config: Any,
+    layout: Layout,
     env: VecEnv,
-    init: Callable[..., Any],
+    state_layout: Any,
+    init: Callable[[PRNGKey, ShardStart], Any],
     iteration: Callable[[Any], tuple[Any, dict[str, jax.Array]]],
     steps_per_iteration: int,
     unit_name: str,
@@ -223,21 +297,30 @@ def build_agent(
     from_checkpoint: Callable[[Any], Any] | None = None,
     run_cpu_level: int | None = None,
 ) -> Agent:
-    """Compose an algorithm's pure pieces into an :class:`Agent`.
+    """Compose an algorithm's one-seed, one-shard pieces into an :class:`Agent`.
+
+    The layer maps the pieces over seeds and shards and places them on the layout's devices
+    (:meth:`Layout.map`); an agent never maps seeds or names a device.
 
     Args:
         name: The algorithm's registered name.
-        config: Its configuration (with ``num_seeds``).
-        env: The training batch of ``num_seeds * num_envs`` environments.
-        init: ``(key, env_params=None) -> state``.
-        iteration: ``state -> (state, metrics)``: one iteration; metrics per seed
-            ``(num_seeds,)``: :data:`EPISODE_METRICS` and ``metric_names``, and optionally
+        config: Its configuration (with ``num_seeds``, ``num_envs`` and ``num_shards``).
+        layout: Where seeds and shards sit (:func:`layout_for`); its :meth:`Layout.mean` is
+            the one collective the pieces may call (through :class:`GradientStep`).
+        env: One shard's batch of ``num_envs // num_shards`` environments.
+        state_layout: The state's layout: a prefix tree of the state with a tag per subtree
+            (:data:`SEED`, :data:`SHARD`, :data:`SHARED`, :data:`ENV_PARAMS`).
+        init: ``(key, start) -> state`` of one seed's shard: ``key`` the seed's (the same on
+            all its shards: per-seed leaves must come from it alone), ``start`` the shard's
+            :class:`ShardStart`.
+        iteration: ``state -> (state, metrics)`` of one shard; metrics are scalars:
+            :data:`EPISODE_METRICS` (this shard's), ``metric_names``, and optionally
             ``learned`` (bool: the metrics count in the mean; absent: always).
         steps_per_iteration: Environment steps per seed of one iteration.
         unit_name: What one iteration is, for budget errors.
         metric_names: The agent's own metrics.
-        policy: Its policy for evaluation and video.
-        with_budget: Its resume hook for a new budget.
+        policy: Its one-seed policy for evaluation and video (observations ``(B, ...)``).
+        with_budget: Its resume hook for a new budget (on the global state).
         to_checkpoint: What a checkpoint keeps of the state (``None``: all of it).
         from_checkpoint: The state again from what a checkpoint kept (``None``: as kept).
         run_cpu_level: An LLVM optimization level for the training program on CPU
@@ -245,44 +328,86 @@ def build_agent(
             10% faster and runs them as fast (SAC, Pendulum: 3.45 s instead of 3.83 s,
             1,264 against 1,258 steps/s); level 0 runs them 4x slower.
     """
-    seeds = int(config.num_seeds)
+    seeds, shards = layout.num_seeds, layout.num_shards
     metric_names = tuple(metric_names)
+    num_envs = int(config.num_envs)
+    default_params = env.default_params
 
-    def run_iterations(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
-        totals = {
-            "episodes": jnp.zeros(seeds, jnp.int32),
-            "return_sum": jnp.zeros(seeds, jnp.float32),
-            "learned": jnp.zeros(seeds, jnp.float32),
-            **{k: jnp.zeros(seeds, jnp.float32) for k in metric_names},
-        }
+    def with_view(state: Any) -> tuple[Any, Any]:
+        """The state with its params as the pieces take them, and that state's layout."""
+        view, tags = layout.env_params_view(state.env_params, default_params, num_envs)
+        return state.replace(env_params=view), _replace_tag(state_layout, tags)
 
-        def body(_: jax.Array, carry: tuple) -> tuple:
-            state, totals = carry
-            state, metrics = iteration(state)
-            learned = metrics.get("learned", jnp.ones(seeds, bool)).astype(jnp.float32)
-            added = {
-                "episodes": metrics["episodes"],
-                "return_sum": metrics["return_sum"],
-                "learned": learned,
-                **{k: jnp.where(learned > 0, metrics[k], 0.0) for k in metric_names},
+    def init_global(key: PRNGKey, env_params: Any = None) -> Any:
+        env_params = default_params if env_params is None else env_params
+        env_params = jax.tree.map(jnp.asarray, env_params)
+        k_env, k_seeds = jax.random.split(key)
+        seed_keys = jax.random.split(k_seeds, seeds)
+        parts = jnp.arange(seeds * shards, dtype=jnp.int32).reshape(seeds, shards)
+        view, tags = layout.env_params_view(env_params, default_params, num_envs)
+
+        def init_shard(seed_key: PRNGKey, part: jax.Array, k_env: PRNGKey, params: Any) -> Any:
+            k_params, chain = jax.random.split(seed_key)
+            if shards > 1:
+                chain = jax.random.fold_in(chain, part % shards)
+            env_state, ts = env.reset(k_env, params, part=part, num_parts=seeds * shards)
+            state = init(k_params, ShardStart(chain, env_state, ts.obs, params, part % shards))
+            return state.replace(env_params=None)
+
+        out_layout = _replace_tag(state_layout, None)
+        mapped = layout.map(init_shard, (SEED, SHARD, SHARED, tags), out_layout)
+        state = mapped(seed_keys, parts, k_env, view)
+        return state.replace(env_params=env_params)
+
+    def run_mapped(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
+        state, tags = with_view(state)
+        names = ("episodes", "return_sum", "learned", *metric_names)
+
+        def local_run(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
+            mapped_iteration = layout.map_local(iteration, (tags,), (tags, SHARD))
+            local = (layout.local_seeds, layout.local_shards)
+            totals = {
+                k: jnp.zeros(local, jnp.int32 if k == "episodes" else jnp.float32) for k in names
             }
-            return state, jax.tree.map(jnp.add, totals, added)
 
-        state, totals = jax.lax.fori_loop(0, num_iterations, body, (state, totals))
+            def body(_: jax.Array, carry: tuple) -> tuple:
+                state, totals = carry
+                state, metrics = mapped_iteration(state)
+                learned = metrics.get("learned", jnp.ones(local, bool)).astype(jnp.float32)
+                added = {
+                    "episodes": metrics["episodes"],
+                    "return_sum": metrics["return_sum"],
+                    "learned": learned,
+                    **{k: jnp.where(learned > 0, metrics[k], 0.0) for k in metric_names},
+                }
+                return state, jax.tree.map(jnp.add, totals, added)
+
+            return jax.lax.fori_loop(0, num_iterations, body, (state, totals))
+
+        state, totals = layout.on_devices(local_run, (tags, SHARED), (tags, SHARD))(
+            state, num_iterations
+        )
+        # Metrics are reduced over shards once per run: sums of episodes, means of the rest.
+        episodes = totals["episodes"].sum(axis=1)
+        return_sum = totals["return_sum"].sum(axis=1)
         count = jnp.maximum(totals["learned"], 1.0)
-        means = {k: totals[k] / count for k in metric_names}
+        means = {k: (totals[k] / count).mean(axis=1) for k in metric_names}
         finite = _all_finite(state.params, seeds)
         for k in metric_names:
             finite &= jnp.isfinite(means[k])
         metrics = {
-            "episodes": totals["episodes"],
-            "episode_return": totals["return_sum"]
-            / jnp.maximum(totals["episodes"], 1).astype(jnp.float32),
+            "episodes": episodes,
+            "episode_return": return_sum / jnp.maximum(episodes, 1).astype(jnp.float32),
             **means,
             "finite": finite,
             "env_steps": state.env_steps,
         }
-        return state, metrics
+        return state.replace(env_params=None), metrics
+
+    def run_iterations(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
+        params = state.env_params
+        state, metrics = run_mapped(state, num_iterations)
+        return state.replace(env_params=params), metrics
 
     run_program = (
         jax.jit(run_iterations)
@@ -298,8 +423,9 @@ def build_agent(
         state = state.replace(env_params=jax.tree.map(jnp.asarray, state.env_params))
         return run_program(state, jnp.asarray(iterations, jnp.int32))
 
-    evaluate, evaluate_program = make_evaluator(env, policy, seeds)
-    fast_init = FastCompile(init, cpu_level=0)
+    seed_policy = _seed_policy(policy, state_layout, seeds)
+    evaluate, evaluate_program = make_evaluator(env, seed_policy, seeds, seeds * num_envs)
+    fast_init = FastCompile(init_global, cpu_level=0)
 
     def warmup(evaluations: Sequence[tuple[int, bool]] = ()) -> None:
         """Compile ``init``, ``run`` and the given evaluations before they are first called.
@@ -316,7 +442,7 @@ def build_agent(
         """
         programs = [evaluate_program(e, d) for e, d in evaluations]
         key = jax.eval_shape(lambda: jax.random.key(0))
-        state = jax.eval_shape(init, key)
+        state = jax.eval_shape(init_global, key)
         iterations = jax.ShapeDtypeStruct((), jnp.int32)
         jobs = [
             lambda: fast_init.lower(key).compile(),
@@ -334,11 +460,23 @@ def build_agent(
         init=fast_init,
         run=run,
         evaluate=evaluate,
-        policy=policy,
+        policy=seed_policy,
         metric_names=metric_names,
         steps_per_iteration=int(steps_per_iteration),
         with_budget=with_budget,
         warmup=warmup,
+        layout=layout,
+        state_layout=state_layout,
         to_checkpoint=to_checkpoint or (lambda state: state),
         from_checkpoint=from_checkpoint or (lambda saved: saved),
     )
+
+
+def _replace_tag(state_layout: Any, env_params_layout: Any) -> Any:
+    """The state layout with its :data:`ENV_PARAMS` subtree replaced by ``env_params_layout``."""
+    return state_layout.replace(env_params=env_params_layout)
+
+
+def layout_for(config: Any) -> Layout:
+    """The layout of an agent's configuration: ``num_seeds``, ``num_shards`` and ``devices``."""
+    return make_layout(int(config.num_seeds), int(config.num_shards), config.devices)

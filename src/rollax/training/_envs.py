@@ -18,14 +18,15 @@ def training_env(
     action_repeat: int = 1,
     **make_options: Any,
 ) -> VecEnv:
-    """The training batch: ``num_envs`` environments (every seed's) with same-step autoreset.
+    """One shard's training batch: ``num_envs`` environments with same-step autoreset.
 
     Args:
         who: The agent factory, for messages (``"make_ppo"``).
         env: A registered id, built with ``num_envs``, ``frame_stack`` and
             ``action_repeat``; or a ``VecEnv`` that must already hold ``num_envs``
             environments, wrapped as it should be.
-        num_envs: Environments in the batch (``num_seeds * num_envs`` of the config).
+        num_envs: Environments in the batch (``num_envs // num_shards`` of the config: the
+            training layer maps the batch over seeds and shards).
         frame_stack: Observations stacked (``rollax.make``'s option; 1: off).
         action_repeat: Dynamics steps per action (``rollax.make``'s option; 1: off).
         **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
@@ -53,8 +54,9 @@ def training_env(
         )
     if env.num_envs != num_envs:
         raise ValueError(
-            f"{who}: the environment batch must hold num_seeds * num_envs = {num_envs} "
-            f"environments, got num_envs={env.num_envs}."
+            f"{who}: the environment batch is one shard's, so it must hold num_envs // "
+            f"num_shards = {num_envs} environments (the layer maps it over seeds and "
+            f"shards), got num_envs={env.num_envs}."
         )
     if env.autoreset_mode != "same_step":
         raise ValueError(

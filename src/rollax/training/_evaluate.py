@@ -51,13 +51,17 @@ def params_for_batch(
     return jax.tree.map(deal, params, default)
 
 
-def make_evaluator(env: VecEnv, policy: Policy, num_seeds: int) -> tuple[Callable, Callable]:
+def make_evaluator(
+    env: VecEnv, policy: Policy, num_seeds: int, num_train_envs: int
+) -> tuple[Callable, Callable]:
     """The evaluation of ``policy`` on ``env``'s environment.
 
     Args:
-        env: The training batch (``num_seeds * num_envs`` environments).
-        policy: The agent's policy.
+        env: A training batch (its environment definition and id are used).
+        policy: Every seed's policy (observations ``(num_seeds, B, ...)``).
         num_seeds: Seeds in the training state.
+        num_train_envs: Training environments of all seeds (``num_seeds * num_envs``), the
+            leading axis of per-environment params.
 
     Returns:
         ``(evaluate, program)``: ``evaluate(state, key, num_episodes=64,
@@ -78,7 +82,9 @@ def make_evaluator(env: VecEnv, policy: Policy, num_seeds: int) -> tuple[Callabl
             return x.reshape(num_seeds, episodes, *x.shape[1:])
 
         def run_episodes(state: Any, key: PRNGKey) -> jax.Array:
-            params = params_for_batch(state.env_params, default, env.num_envs, num_seeds, episodes)
+            params = params_for_batch(
+                state.env_params, default, num_train_envs, num_seeds, episodes
+            )
             k_reset, k_act = jax.random.split(key)
             env_state, ts = eval_env.reset(k_reset, params)
             # Every episode ends by its limit: the loop needs at most that many steps.

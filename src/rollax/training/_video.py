@@ -101,7 +101,7 @@ def record_episode(agent: Agent, state: Any, key: PRNGKey) -> tuple[np.ndarray, 
     if not env.can_render and not _image_keys(env.observation_space):
         env.render(None)  # raises the TypeError that explains it
     params = params_for_batch(
-        state.env_params, env.default_params, agent.env.num_envs, seeds, per_seed=1
+        state.env_params, env.default_params, agent.num_train_envs, seeds, per_seed=1
     )
     horizon = int(np.max(jax.device_get(params.max_episode_steps)))
     policy = agent.policy

@@ -14,25 +14,22 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from rollax._struct import pytree_dataclass
 from rollax.agents._offpolicy import (
+    LAYOUT,
     OffPolicyState,
-    checkpoint_hooks,
-    init_offpolicy_state,
-    make_offpolicy_iteration,
-    observe_seeds,
-    replay_buffer,
+    build_offpolicy_agent,
+    observe_for_policy,
 )
 from rollax.agents.dqn.config import DQNConfig
 from rollax.agents.dqn.losses import next_state_value, q_learning_loss
 from rollax.buffers import Transition
-from rollax.envs import EnvParams, VecEnv
+from rollax.envs import VecEnv
 from rollax.networks import QNetwork
 from rollax.ops import nstep_return
 from rollax.spaces import Discrete, is_image_key, observation_spec
-from rollax.training import Agent, build_agent, feedforward_policy, training_env
+from rollax.training import Agent, GradientStep, layout_for, map_seeds, polyak, training_env
 from rollax.types import PRNGKey
 
 __all__ = ["DQN", "DQNHyperParams", "DQNLearner", "make_dqn"]
@@ -71,7 +68,7 @@ class DQNLearner:
     Attributes:
         params: The online Q-network's parameters.
         target_params: The target network's parameters.
-        opt_state: Adam's state.
+        opt_state: Adam's state (``optax.ScaleByAdamState``).
         hparams: :class:`DQNHyperParams`.
         steps: int32 ``()``: gradient steps taken (for periodic target updates).
     """
@@ -109,16 +106,18 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
 
     Args:
         config: The configuration; checked here, before anything compiles.
-        env: A registered id (built with ``num_envs = num_seeds * num_envs``) or a
-            ``VecEnv`` with exactly that many environments.
+        env: A registered id (built with ``num_envs // num_shards`` environments) or a
+            ``VecEnv`` of one shard's environments, exactly that many.
         **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
 
     Raises:
-        ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, or an
-            environment whose actions are not discrete.
+        ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, an
+            environment whose actions are not discrete, or a device count the layout
+            cannot use.
     """
     config.validate()
-    env = training_env("make_dqn", env, config.num_seeds * config.num_envs, **make_options)
+    layout = layout_for(config)
+    env = training_env("make_dqn", env, config.num_envs // config.num_shards, **make_options)
     if not isinstance(env.action_space, Discrete):
         raise ValueError(
             f"make_dqn: DQN chooses among discrete actions; {env.env_id} has "
@@ -136,8 +135,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         else None,
         layer_norm=config.encoder_layer_norm,
     )
-    buffer = replay_buffer(config)
-    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate)
+    step = GradientStep(mean=layout.mean, clip_value=config.clip_grad_value)
 
     def init_learner(key: PRNGKey) -> DQNLearner:
         example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
@@ -149,7 +147,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         return DQNLearner(
             params=params,
             target_params=params,
-            opt_state=optimizer.init(params),
+            opt_state=step.init(params),
             hparams=DQNHyperParams(
                 learning_rate=scalar(config.learning_rate),
                 gamma=scalar(config.gamma),
@@ -162,17 +160,6 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             steps=jnp.zeros((), jnp.int32),
         )
 
-    def init(key: PRNGKey, env_params: EnvParams | None = None) -> OffPolicyState:
-        return init_offpolicy_state(
-            key=key,
-            env=env,
-            env_params=env_params,
-            buffer=buffer,
-            obs_spec=obs_spec,
-            num_seeds=config.num_seeds,
-            init_learner=init_learner,
-        )
-
     def epsilon_greedy(params: Any, obs: Any, key: PRNGKey, eps: jax.Array) -> jax.Array:
         """int32 ``(B,)`` actions: greedy, or uniform with probability ``eps``."""
         greedy = jnp.argmax(network.apply(params, obs), axis=-1).astype(jnp.int32)
@@ -182,9 +169,11 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         random = jax.random.randint(k_action, batch, 0, num_actions, jnp.int32)
         return jnp.where(explore, random, greedy)
 
-    def act(learner: DQNLearner, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
-        action = epsilon_greedy(learner.params, obs, key, epsilon(learner.hparams, env_steps))
-        return action, learner
+    def act(
+        learner: DQNLearner, explore: None, obs: Any, key: PRNGKey, env_steps: jax.Array
+    ) -> tuple:
+        eps = epsilon(learner.hparams, env_steps)
+        return epsilon_greedy(learner.params, obs, key, eps), explore
 
     def learn(
         learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey
@@ -206,26 +195,16 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             return q_learning_loss(q, batch.action[:, 0], target, weight, config.loss)
 
         (loss, td_error), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.params)
-        if config.clip_grad_value:
-            c = config.clip_grad_value
-            grads = jax.tree.map(lambda g: jnp.clip(g, -c, c), grads)
-        if config.max_grad_norm:
-            norm = optax.tree.norm(grads)
-            scale = jnp.minimum(1.0, config.max_grad_norm / (norm + 1e-6))
-            grads = jax.tree.map(lambda g: g * scale, grads)
-        opt_state = learner.opt_state._replace(
-            hyperparams={**learner.opt_state.hyperparams, "learning_rate": hp.learning_rate}
+        max_norm = jnp.float32(config.max_grad_norm) if config.max_grad_norm else None
+        params, opt_state = step(
+            learner.params, learner.opt_state, grads, hp.learning_rate, max_norm
         )
-        # optax mixes int32 step counts with float32 (not strict-promotion clean).
-        with jax.numpy_dtype_promotion("standard"):
-            updates, opt_state = optimizer.update(grads, opt_state, learner.params)
-        params = optax.apply_updates(learner.params, updates)
         steps = learner.steps + 1
         due = steps % config.target_update_every == 0
         target_params = jax.tree.map(
-            lambda t, p: jnp.where(due, hp.tau * p + (1.0 - hp.tau) * t, t),
+            lambda t, p: jnp.where(due, p, t),
             learner.target_params,
-            params,
+            polyak(learner.target_params, params, hp.tau),
         )
         learner = learner.replace(
             params=params, target_params=target_params, opt_state=opt_state, steps=steps
@@ -234,31 +213,10 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         metrics = {"td_loss": loss, "q_value": q_taken.mean()}
         return learner, metrics, jnp.abs(td_error)
 
-    iteration = make_offpolicy_iteration(
-        config,
-        env,
-        buffer,
-        act,
-        learn,
-        METRICS,
-        (lambda learner: learner.hparams.importance_exponent) if config.prioritized else None,
-    )
-
-    def policy_act(
-        state: OffPolicyState, obs: Any, key: PRNGKey, deterministic: bool = True
-    ) -> jax.Array:
-        """Every seed's greedy actions, or epsilon-greedy ones at the final epsilon.
-
-        ``obs (num_seeds, B, ...) -> actions int32 (num_seeds, B)``.
-        """
-
-        def one_seed(learner: DQNLearner, obs: Any, key: PRNGKey) -> jax.Array:
-            eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
-            return epsilon_greedy(learner.params, obs, key, eps)
-
-        keys = jax.random.split(key, config.num_seeds)
-        obs = observe_seeds(state, obs, config.normalize_obs)
-        return jax.vmap(one_seed)(state.learner, obs, keys)
+    def policy_act(learner: DQNLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
+        """Greedy actions, or epsilon-greedy ones at the final epsilon: int32 ``(B,)``."""
+        eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
+        return epsilon_greedy(learner.params, obs, key, eps)
 
     def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
         """Stretch the exploration schedule to a new budget."""
@@ -269,23 +227,26 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         )
 
     def q_values(state: OffPolicyState, obs: Any) -> jax.Array:
-        obs = observe_seeds(state, obs, config.normalize_obs)
-        return jax.vmap(lambda learner, obs: network.apply(learner.params, obs))(state.learner, obs)
+        def one_seed(state: OffPolicyState, obs: Any) -> jax.Array:
+            seen = observe_for_policy(state, obs, config.normalize_obs)
+            return network.apply(state.learner.params, seen)
 
-    to_checkpoint, from_checkpoint = checkpoint_hooks(config, buffer, obs_spec, env)
-    agent = build_agent(
+        return map_seeds(one_seed, config.num_seeds, (LAYOUT, "seed"))(state, obs)
+
+    agent = build_offpolicy_agent(
         name="dqn",
         config=config,
+        layout=layout,
         env=env,
-        init=init,
-        iteration=iteration,
-        steps_per_iteration=config.steps_per_iteration,
-        unit_name="vectorized steps of num_envs * train_every",
+        obs_spec=obs_spec,
+        init_learner=init_learner,
+        act=act,
+        learn=learn,
         metric_names=METRICS,
-        policy=feedforward_policy(policy_act),
+        policy_act=policy_act,
         with_budget=with_budget,
-        to_checkpoint=to_checkpoint,
-        from_checkpoint=from_checkpoint,
-        run_cpu_level=1,
+        importance_exponent=(lambda learner: learner.hparams.importance_exponent)
+        if config.prioritized
+        else None,
     )
     return DQN(**vars(agent), q_values=jax.jit(q_values))

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, Literal
 
 from rollax.networks import Activation
-from rollax.training import check_budget
+from rollax.training import ScaleConfig, check_budget
 from rollax.training._validate import (
     check_activation,
     check_fields,
@@ -18,7 +18,7 @@ __all__ = ["PRESETS", "DQNConfig"]
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig:
+class DQNConfig(ScaleConfig):
     """Configuration of a DQN training run (double, dueling, n-step, prioritized options).
 
     The defaults are rejax's settings for CartPole-v1 (its configs/gymnax/cartpole.yaml).
@@ -93,8 +93,6 @@ class DQNConfig:
     """Dict observations: per-channel layer normalization in the CNN encoders."""
     normalize_obs: bool = False
     """Normalize observations with running statistics kept in the training state."""
-    num_seeds: int = 1
-    """Independent seeds trained at once in one compiled program."""
     checkpoint_buffer: bool = True
     """Keep the replay buffer in checkpoints, so resuming is bit-identical. Off (for buffers
     too large to save): checkpoints leave it out, and a resumed run refills it before
@@ -109,7 +107,7 @@ class DQNConfig:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
         check_fields(
             self, "positive_int", "num_envs", "total_steps", "buffer_size", "batch_size",
-            "train_every", "gradient_steps", "n_step", "target_update_every", "num_seeds",
+            "train_every", "gradient_steps", "n_step", "target_update_every",
         )  # fmt: skip
         check_fields(self, "non_negative_int", "learning_starts")
         check_fields(self, "positive", "learning_rate", "exploration_fraction")
@@ -127,6 +125,7 @@ class DQNConfig:
             "vectorized steps of num_envs * train_every",
         )
         check_replay(self)
+        self.validate_scale(("num_envs", "batch_size"))
 
     def replace(self, **changes: Any) -> DQNConfig:
         """A copy with some fields changed."""

@@ -4,9 +4,12 @@
 whole training state and ``state, metrics = agent.run(state, num_steps)`` trains for exactly
 ``num_steps`` environment steps per seed, any number of times, without compiling again. One
 iteration is a rollout of ``num_steps`` steps in ``num_envs`` environments per seed and an
-update over it. All seeds' environments are stepped as one flat batch (``num_seeds *
-num_envs``), so the reset strategy works on one batch; the networks, optimizers and
-statistics are ``vmap``ped over seeds.
+update over it.
+
+Everything here is written for one seed on one shard of its environments (``num_envs //
+num_shards`` of them): the training layer maps it over seeds and shards and places it on
+devices. A shard shuffles its own minibatches; the gradient of each minibatch is averaged
+over the seed's shards in the layer's one gradient step.
 """
 
 from __future__ import annotations
@@ -16,20 +19,15 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from rollax._struct import pytree_dataclass
 from rollax.agents.ppo.config import PPOConfig
 from rollax.agents.ppo.losses import ppo_loss
+from rollax.agents.ppo.network import PolicyNetwork, feedforward_network
 from rollax.envs import EnvParams, EnvState, VecEnv
-from rollax.networks import (
-    ActorCritic,
-    VisionActorCritic,
-    action_distribution,
-    action_head,
-)
+from rollax.envs._resets import at_most_once
+from rollax.networks import ActorCritic, VisionActorCritic, action_head
 from rollax.ops import (
-    RunningStats,
     gae,
     normalize_observation,
     observation_stats,
@@ -37,7 +35,19 @@ from rollax.ops import (
     update_observation_stats,
 )
 from rollax.spaces import is_image_key, observation_spec
-from rollax.training import Agent, build_agent, feedforward_policy, training_env, vmap_seeds
+from rollax.training import (
+    ENV_PARAMS,
+    SEED,
+    SHARD,
+    SHARED,
+    Agent,
+    GradientStep,
+    Policy,
+    ShardStart,
+    build_agent,
+    layout_for,
+    training_env,
+)
 from rollax.types import PRNGKey
 
 __all__ = ["PPO", "PPOHyperParams", "PPOState", "Rollout", "make_ppo"]
@@ -74,20 +84,26 @@ class PPOHyperParams:
 class PPOState:
     """Everything a PPO run needs to continue.
 
-    Save it, restore it, and training goes on as if it had never stopped. Per-seed leaves
-    have a leading ``(num_seeds,)`` axis.
+    Save it, restore it, and training goes on as if it had never stopped. Leaves as the
+    training layer holds them (:data:`LAYOUT`): per-seed leaves lead with ``(num_seeds,)``,
+    per-shard leaves with ``(num_seeds, num_shards)`` and then the shard's ``E = num_envs //
+    num_shards`` environments.
 
     Attributes:
         params: Actor-critic parameters, per seed.
-        opt_state: Adam's state, per seed.
+        opt_state: Adam's state (``optax.ScaleByAdamState``), per seed.
         obs_stats: Running observation statistics, per seed: a ``RunningStats``, or for dict
             observations a dict of them for the vector entries (images are only scaled).
         hparams: :class:`PPOHyperParams`, per seed.
-        env_state: The environments of all seeds as one batch of ``num_seeds * num_envs``.
-        obs: Their current observations, ``(num_seeds * num_envs, *obs_shape)`` (for dict
+        env_state: Each shard's environments, ``(E, ...)`` per shard.
+        obs: Their current observations, ``(E, *obs_shape)`` per shard (for dict
             observations, every entry).
-        key: One key per seed for sampling actions and minibatches.
-        env_params: The environment's params (a curriculum may change them between runs).
+        first: bool ``(E,)`` per shard: the current observation opens an episode.
+        carry: The network's carry for the current observations, per shard (``()`` for a
+            feed-forward network).
+        key: Each shard's key for sampling actions and minibatches.
+        env_params: The environment's params (a curriculum may change them between runs):
+            leaves as the defaults, or with a leading ``num_seeds * num_envs`` axis.
         env_steps: int32 ``()``, environment steps taken per seed.
         updates: int32 ``()``, updates done.
     """
@@ -98,25 +114,45 @@ class PPOState:
     hparams: PPOHyperParams
     env_state: EnvState
     obs: Any
+    first: jax.Array
+    carry: Any
     key: PRNGKey
     env_params: EnvParams
     env_steps: jax.Array
     updates: jax.Array
 
 
+LAYOUT = PPOState(
+    params=SEED,
+    opt_state=SEED,
+    obs_stats=SEED,
+    hparams=SEED,
+    env_state=SHARD,
+    obs=SHARD,
+    first=SHARD,
+    carry=SHARD,
+    key=SHARD,
+    env_params=ENV_PARAMS,
+    env_steps=SHARED,
+    updates=SHARED,
+)
+"""Where each part of :class:`PPOState` lives (see :mod:`rollax.training`'s layouts)."""
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class PPO(Agent):
-    """PPO as an :class:`~rollax.training.Agent`, plus its rollout for inspection.
+    """PPO as an :class:`~rollax.training.Agent`, plus its rollout and network for inspection.
 
     Attributes:
         collect: ``state -> (state, rollout)``: one rollout without an update, a
-            :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)``.
-        act: ``(state, obs, key, deterministic) -> actions`` of every seed's policy for
-            observations ``(num_seeds, B, *obs_shape)``.
+            :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)`` (seed by
+            seed, each seed's shards in order).
+        network: The :class:`~rollax.agents.ppo.network.PolicyNetwork` every part of PPO
+            calls.
     """
 
     collect: Any = None
-    act: Any = None
+    network: PolicyNetwork | None = None
 
 
 class Rollout(NamedTuple):
@@ -183,64 +219,47 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
 
     Args:
         config: The configuration; checked here, before anything compiles.
-        env: A registered id (built with ``num_envs = num_seeds * num_envs`` and the
-            config's ``frame_stack`` and ``action_repeat``) or a ``VecEnv`` with exactly that
-            many environments (wrapped as it should be).
+        env: A registered id (built with ``num_envs // num_shards`` environments and the
+            config's ``frame_stack`` and ``action_repeat``) or a ``VecEnv`` of one shard's
+            environments: exactly ``num_envs // num_shards``, wrapped as it should be.
         **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
 
     Raises:
-        ValueError: an inconsistent configuration or a ``VecEnv`` of the wrong size.
+        ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, or a
+            device count the layout cannot use.
     """
     config.validate()
+    layout = layout_for(config)
     env = training_env(
         "make_ppo",
         env,
-        config.num_seeds * config.num_envs,
+        config.num_envs // config.num_shards,
         frame_stack=config.frame_stack,
         action_repeat=config.action_repeat,
         **make_options,
     )
-    network, obs_spec = _network_for(config, env)
+    module, obs_spec = _network_for(config, env)
+    network = feedforward_network(module)
     image_keys = tuple(
         k for k in (obs_spec if isinstance(obs_spec, dict) else {}) if is_image_key(k)
     )
-    seeds, n, t = config.num_seeds, config.num_envs, config.num_steps
+    n, t = env.num_envs, config.num_steps  # one shard's environments, steps per rollout
+    shard_batch = n * t
     total_updates = config.total_steps // config.batch_size
     augment = config.augment_pixels and bool(image_keys)
-
-    def per_seed(x: jax.Array) -> jax.Array:
-        """(seeds * envs, ...) -> (seeds, envs, ...)."""
-        return x.reshape(seeds, n, *x.shape[1:])
-
-    def flat(x: jax.Array) -> jax.Array:
-        return x.reshape(seeds * n, *x.shape[2:])
-
-    def tree_per_seed(obs: Any) -> Any:
-        return jax.tree.map(per_seed, obs)
+    step = GradientStep(mean=layout.mean, eps=1e-5)
 
     def observe(stats: Any, obs: Any) -> Any:
         return normalize_observation(stats, obs) if config.normalize_obs else obs
 
-    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=1e-5)
-
     # ------------------------------------------------------------------ init
 
-    def init(key: PRNGKey, env_params: EnvParams | None = None) -> PPOState:
-        env_params = env.default_params if env_params is None else env_params
-        k_env, k_seeds = jax.random.split(key)
-        env_state, ts = env.reset(k_env, env_params)
-        seed_keys = jax.random.split(k_seeds, seeds)
+    def init(key: PRNGKey, start: ShardStart) -> PPOState:
+        example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
+        params = network.init(key, example)
 
-        def one_seed(key: PRNGKey) -> tuple:
-            k_params, key = jax.random.split(key)
-            example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
-            params = network.init(k_params, example)
-            return params, optimizer.init(params), key
-
-        params, opt_state, keys = vmap_seeds(one_seed, seeds)(seed_keys)
-
-        def scalar(value: float, dtype: Any = jnp.float32) -> jax.Array:
-            return jnp.full((seeds,), value, dtype)
+        def scalar(value: float) -> jax.Array:
+            return jnp.asarray(value, jnp.float32)
 
         hparams = PPOHyperParams(
             learning_rate=scalar(config.learning_rate),
@@ -253,84 +272,77 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             max_grad_norm=scalar(config.max_grad_norm),
             reward_scale=scalar(config.reward_scale),
         )
-        stats = vmap_seeds(lambda _: observation_stats(obs_spec), seeds)(jnp.arange(seeds))
         return PPOState(
             params=params,
-            opt_state=opt_state,
-            obs_stats=stats,
+            opt_state=step.init(params),
+            obs_stats=observation_stats(obs_spec),
             hparams=hparams,
-            env_state=env_state,
-            obs=ts.obs,
-            key=keys,
-            env_params=jax.tree.map(jnp.asarray, env_params),
+            env_state=start.env_state,
+            obs=start.obs,
+            first=jnp.ones(n, jnp.bool_),
+            carry=network.initial_carry(n),
+            key=start.key,
+            env_params=start.env_params,
             env_steps=jnp.zeros((), jnp.int32),
             updates=jnp.zeros((), jnp.int32),
         )
 
     # ------------------------------------------------------------------ rollout
 
-    def policy(params: Any, stats: RunningStats, obs: jax.Array, key: PRNGKey) -> tuple:
-        out, log_std, value = network.apply(params, observe(stats, obs))
-        dist = action_distribution(out, log_std, network.discrete)
-        action, log_prob = dist.sample_and_log_prob(seed=key)
-        return action, log_prob, value
-
-    def values(state: PPOState, obs: jax.Array) -> jax.Array:
-        """Every seed's value of a flat batch of observations: ``(seeds * envs,)``."""
-
-        def one_seed(params: Any, stats: RunningStats, obs: jax.Array) -> jax.Array:
-            return network.apply(params, observe(stats, obs))[2]
-
-        return flat(vmap_seeds(one_seed, seeds)(state.params, state.obs_stats, tree_per_seed(obs)))
-
     def rollout(state: PPOState) -> tuple[PPOState, Rollout]:
-        def step(carry: tuple, _: None) -> tuple:
-            env_state, obs, keys = carry
-            keys, action_keys = vmap_seeds(jax.random.split, seeds, out_axes=1)(keys)
-            action, log_prob, value = vmap_seeds(policy, seeds)(
-                state.params, state.obs_stats, tree_per_seed(obs), action_keys
+        """One shard's rollout: leaves ``(T, E, ...)``."""
+
+        def step_env(carry: tuple, _: None) -> tuple:
+            env_state, obs, first, net_carry, key = carry
+            key, action_key = jax.random.split(key)
+            seen = observe(state.obs_stats, obs)
+            net_carry, dist, value = network.apply(state.params, seen, net_carry, first)
+            action, log_prob = dist.sample_and_log_prob(seed=action_key)
+            env_state, ts = env.step(
+                env_state, action.astype(env.action_space.dtype), state.env_params
             )
-            env_action = flat(action).astype(env.action_space.dtype)
-            env_state, ts = env.step(env_state, env_action, state.env_params)
-            # Values of final observations, needed only where an episode ended (elsewhere the
-            # next step's value is the successor's): computed only on steps where one did.
-            final_value = jax.lax.cond(
+            # Values of final observations, needed only where an episode ended (elsewhere
+            # the next step's value is the successor's), with the carry of the episode that
+            # ended: computed only on steps where one did.
+            final_value = at_most_once(
                 ts.done.any(),
-                lambda: values(state, ts.final_obs),
-                lambda: jnp.zeros(seeds * n, jnp.float32),
+                lambda _: network.apply(
+                    state.params, observe(state.obs_stats, ts.final_obs), net_carry, first
+                )[2],
+                jnp.zeros(n, jnp.float32),
             )
             record = Rollout(
                 obs=obs,
-                action=flat(action),
-                log_prob=flat(log_prob),
-                value=flat(value),
+                action=action,
+                log_prob=log_prob,
+                value=value,
                 reward=ts.reward,
                 terminated=ts.terminated,
                 truncated=ts.truncated,
                 next_value=final_value,
                 episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
             )
-            return (env_state, ts.obs, keys), record
+            return (env_state, ts.obs, ts.done, net_carry, key), record
 
-        (env_state, obs, keys), records = jax.lax.scan(
-            step, (state.env_state, state.obs, state.key), None, t
-        )
+        start = (state.env_state, state.obs, state.first, state.carry, state.key)
+        (env_state, obs, first, net_carry, key), records = jax.lax.scan(step_env, start, None, t)
         # The successor of step t is step t + 1's observation unless an episode ended there.
-        following = jnp.concatenate([records.value[1:], values(state, obs)[None]])
+        last_value = network.apply(state.params, observe(state.obs_stats, obs), net_carry, first)[2]
+        following = jnp.concatenate([records.value[1:], last_value[None]])
         done = records.terminated | records.truncated
         records = records._replace(next_value=jnp.where(done, records.next_value, following))
-        return state.replace(env_state=env_state, obs=obs, key=keys), records
+        state = state.replace(env_state=env_state, obs=obs, first=first, carry=net_carry, key=key)
+        return state, records
 
     # ------------------------------------------------------------------ update
 
     def loss_fn(
         params: Any, hp: PPOHyperParams, stats: Any, batch: tuple, key: PRNGKey | None
     ) -> tuple:
-        obs, action, old_log_prob, old_value, advantage, target = batch
+        obs, first, action, old_log_prob, old_value, advantage, target = batch
         if key is not None:  # augment_pixels: DrQ's random shift of every image
             obs = random_shift(key, obs, config.shift_pad)
-        out, log_std, value = network.apply(params, observe(stats, obs))
-        dist = action_distribution(out, log_std, network.discrete)
+        _, dist, value = network.apply(params, observe(stats, obs), (), first)
         return ppo_loss(
             dist.log_prob(action),
             old_log_prob,
@@ -346,16 +358,9 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             normalize_advantages=config.normalize_advantages,
         )
 
-    def update_seed(
-        params: Any,
-        opt_state: Any,
-        stats: RunningStats,
-        hp: PPOHyperParams,
-        key: PRNGKey,
-        data: Rollout,
-        updates: jax.Array,
-    ) -> tuple:
-        """One seed's PPO update on its rollout (leaves ``(T, N, ...)``)."""
+    def update(state: PPOState, data: Rollout, firsts: jax.Array, key: PRNGKey) -> tuple:
+        """The seed's PPO update from this shard's rollout (leaves ``(T, E, ...)``)."""
+        hp = state.hparams
         advantage, target = gae(
             data.reward * hp.reward_scale,
             data.value,
@@ -365,25 +370,22 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             hp.gamma,
             hp.gae_lambda,
         )
-        batch = (data.obs, data.action, data.log_prob, data.value, advantage, target)
-        batch = jax.tree.map(lambda x: x.reshape(config.batch_size, *x.shape[2:]), batch)
+        batch = (data.obs, firsts, data.action, data.log_prob, data.value, advantage, target)
+        batch = jax.tree.map(lambda x: x.reshape(shard_batch, *x.shape[2:]), batch)
         frac = jnp.where(
             hp.anneal_updates > 0,
-            jnp.clip(1.0 - updates.astype(jnp.float32) / hp.anneal_updates, 0.0, 1.0),
+            jnp.clip(1.0 - state.updates.astype(jnp.float32) / hp.anneal_updates, 0.0, 1.0),
             1.0,
         )
-        opt_state = opt_state._replace(
-            hyperparams={**opt_state.hyperparams, "learning_rate": hp.learning_rate * frac}
-        )
+        learning_rate = hp.learning_rate * frac
 
         def epoch(carry: tuple, key: PRNGKey) -> tuple:
-            params, opt_state = carry
             if augment:
                 key, aug_key = jax.random.split(key)
                 aug_keys = jax.random.split(aug_key, config.num_minibatches)
             else:
                 aug_keys = None
-            order = jax.random.permutation(key, config.batch_size)
+            order = jax.random.permutation(key, shard_batch)
             minibatches = jax.tree.map(
                 lambda x: x[order].reshape(config.num_minibatches, -1, *x.shape[1:]), batch
             )
@@ -391,48 +393,33 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             def minibatch(carry: tuple, xs: tuple) -> tuple:
                 params, opt_state = carry
                 mb, aug = xs
-                grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, stats, mb, aug)
-                norm = optax.tree.norm(grads)
-                scale = jnp.minimum(1.0, hp.max_grad_norm / (norm + 1e-6))
-                grads = jax.tree.map(lambda g: g * scale, grads)
-                # optax mixes int32 step counts with float32 (not strict-promotion clean).
-                with jax.numpy_dtype_promotion("standard"):
-                    updates_, opt_state = optimizer.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates_), opt_state), aux
+                grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, state.obs_stats, mb, aug)
+                params, opt_state = step(params, opt_state, grads, learning_rate, hp.max_grad_norm)
+                return (params, opt_state), aux
 
-            return jax.lax.scan(minibatch, (params, opt_state), (minibatches, aug_keys))
+            return jax.lax.scan(minibatch, carry, (minibatches, aug_keys))
 
         (params, opt_state), aux = jax.lax.scan(
-            epoch, (params, opt_state), jax.random.split(key, config.num_epochs)
+            epoch, (state.params, state.opt_state), jax.random.split(key, config.num_epochs)
         )
         return params, opt_state, jax.tree.map(jnp.mean, aux)
 
-    def one_update(state: PPOState) -> tuple[PPOState, dict[str, jax.Array]]:
-        state, records = rollout(state)
-        # (T, seeds * envs, ...) -> (seeds, T, envs, ...)
-        data = jax.tree.map(
-            lambda x: jnp.moveaxis(x.reshape(t, seeds, n, *x.shape[2:]), 1, 0), records
-        )
-        keys, update_keys = vmap_seeds(jax.random.split, seeds, out_axes=1)(state.key)
-        params, opt_state, (pl, vl, ent, kl) = vmap_seeds(
-            update_seed, seeds, in_axes=(0, 0, 0, 0, 0, 0, None)
-        )(
-            state.params,
-            state.opt_state,
-            state.obs_stats,
-            state.hparams,
-            update_keys,
-            data,
-            state.updates,
-        )
+    def iteration(state: PPOState) -> tuple[PPOState, dict[str, jax.Array]]:
+        first = state.first
+        state, data = rollout(state)
+        # The pre-step flags of every rollout step: the first observation's, then each
+        # step's done.
+        done = data.terminated | data.truncated
+        firsts = jnp.concatenate([first[None], done[:-1]])
+        key, update_key = jax.random.split(state.key)
+        params, opt_state, (pl, vl, ent, kl) = update(state, data, firsts, update_key)
         stats = state.obs_stats
         if config.normalize_obs:
-            stats = vmap_seeds(update_observation_stats, seeds)(stats, data.obs)
-        returns = data.episode_return
-        finished = ~jnp.isnan(returns)
+            stats = update_observation_stats(stats, data.obs, layout.shard_mean, layout.num_shards)
+        finished = ~jnp.isnan(data.episode_return)
         metrics = {
-            "episodes": finished.sum((1, 2)),
-            "return_sum": jnp.where(finished, returns, 0.0).sum((1, 2)),
+            "episodes": finished.sum(dtype=jnp.int32),
+            "return_sum": jnp.where(finished, data.episode_return, 0.0).sum(),
             "policy_loss": pl,
             "value_loss": vl,
             "entropy": ent,
@@ -442,25 +429,18 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             params=params,
             opt_state=opt_state,
             obs_stats=stats,
-            key=keys,
+            key=key,
             env_steps=state.env_steps + config.batch_size,
             updates=state.updates + 1,
         )
         return state, metrics
 
-    def act(state: PPOState, obs: jax.Array, key: PRNGKey, deterministic: bool = True) -> jax.Array:
-        """Actions of every seed's policy, its mode when ``deterministic``, else a sample.
-
-        ``obs (num_seeds, B, *obs_shape) -> actions (num_seeds, B, *action_shape)``.
-        """
-
-        def one_seed(params: Any, stats: RunningStats, obs: jax.Array, key: PRNGKey) -> Any:
-            out, log_std, _ = network.apply(params, observe(stats, obs))
-            dist = action_distribution(out, log_std, network.discrete)
-            return dist.mode() if deterministic else dist.sample(seed=key)
-
-        keys = jax.random.split(key, seeds)
-        return vmap_seeds(one_seed, seeds)(state.params, state.obs_stats, obs, keys)
+    def act(
+        state: PPOState, obs: Any, carry: Any, first: jax.Array, key: PRNGKey, deterministic: bool
+    ) -> tuple[jax.Array, Any]:
+        """One seed's actions for observations ``(B, *obs_shape)``: the mode, or a sample."""
+        carry, dist, _ = network.apply(state.params, observe(state.obs_stats, obs), carry, first)
+        return (dist.mode() if deterministic else dist.sample(seed=key)), carry
 
     def with_budget(state: PPOState, total_steps: int) -> PPOState:
         """Stretch the learning-rate schedule to a new budget (when ``anneal_lr``)."""
@@ -472,17 +452,32 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
     agent = build_agent(
         name="ppo",
         config=config,
+        layout=layout,
         env=env,
+        state_layout=LAYOUT,
         init=init,
-        iteration=one_update,
+        iteration=iteration,
         steps_per_iteration=config.batch_size,
         unit_name="rollouts of num_envs * num_steps",
         metric_names=("policy_loss", "value_loss", "entropy", "approx_kl"),
-        policy=feedforward_policy(act),
+        policy=Policy(init_carry=lambda state, batch: network.initial_carry(batch), act=act),
         with_budget=with_budget,
         # On the CPU, LLVM level 1 compiles PPO's training program with about 20% less work
         # (CartPole's preset: 4.4 CPU-s instead of 5.5; Breakout-MinAtar's: 6.6 instead of
         # 8.2) and runs it as fast (0.22 s and 1.7 CPU-s per measured call both ways).
         run_cpu_level=1,
     )
-    return PPO(**vars(agent), collect=jax.jit(rollout), act=act)
+
+    def collect(state: PPOState) -> tuple[PPOState, Rollout]:
+        """One rollout of every seed's shards, without an update."""
+        view, tags = layout.env_params_view(state.env_params, env.default_params, config.num_envs)
+        state_layout = LAYOUT.replace(env_params=tags)
+        mapped = layout.map(rollout, (state_layout,), (state_layout, SHARD))
+        new, records = mapped(state.replace(env_params=view))
+        # (seeds, shards, T, E, ...) -> (T, seeds * num_envs, ...)
+        records = jax.tree.map(
+            lambda x: jnp.moveaxis(x, 2, 0).reshape(t, -1, *x.shape[4:]), records
+        )
+        return new.replace(env_params=state.env_params), records
+
+    return PPO(**vars(agent), collect=jax.jit(collect), network=network)

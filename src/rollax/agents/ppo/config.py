@@ -6,14 +6,14 @@ import dataclasses
 from typing import Any, Literal
 
 from rollax.networks import Activation
-from rollax.training import check_budget
+from rollax.training import ScaleConfig, check_budget
 from rollax.training._validate import check_activation, check_fields, check_widths
 
 __all__ = ["PPOConfig", "PRESETS"]
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(ScaleConfig):
     """Configuration of a PPO training run.
 
     Sizes and switches are static (changing them compiles again). The hyperparameters
@@ -65,8 +65,6 @@ class PPOConfig:
     """Widths of the hidden layers of the actor and of the critic."""
     activation: Activation = "tanh"
     """Activation of the hidden layers: tanh, relu, gelu or swish."""
-    num_seeds: int = 1
-    """Independent seeds trained at once in one compiled program."""
     actor_keys: tuple[str, ...] = ()
     """Dict observations: the keys the actor reads (empty: every key but privileged_state)."""
     critic_keys: tuple[str, ...] = ()
@@ -97,19 +95,21 @@ class PPOConfig:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
         check_fields(
             self, "positive_int", "num_envs", "num_steps", "total_steps", "num_epochs",
-            "num_minibatches", "num_seeds", "frame_stack", "action_repeat",
+            "num_minibatches", "frame_stack", "action_repeat",
         )  # fmt: skip
+        self.validate_scale(("num_envs",))
         check_fields(self, "positive", "learning_rate", "max_grad_norm", "clip_eps", "reward_scale")
         check_fields(self, "non_negative", "ent_coef", "vf_coef")
         check_fields(self, "unit_interval", "gamma", "gae_lambda")
-        if self.batch_size % self.num_minibatches:
-            divisors = [
-                d for d in range(1, min(self.batch_size, 64) + 1) if self.batch_size % d == 0
-            ]
+        shard_batch = self.batch_size // self.num_shards
+        if shard_batch % self.num_minibatches:
+            divisors = [d for d in range(1, min(shard_batch, 64) + 1) if shard_batch % d == 0]
+            per_shard = " per shard" if self.num_shards > 1 else ""
             raise ValueError(
                 f"PPOConfig.num_minibatches={self.num_minibatches} must divide the rollout "
-                f"size num_envs * num_steps = {self.batch_size}; valid values include "
-                f"{divisors}."
+                f"size{per_shard} num_envs * num_steps"
+                f"{' / num_shards' if self.num_shards > 1 else ''} = {shard_batch}; valid "
+                f"values include {divisors}."
             )
         check_budget(
             self.total_steps,

@@ -16,25 +16,30 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from rollax._struct import pytree_dataclass
 from rollax.agents._offpolicy import (
+    LAYOUT,
     OffPolicyState,
-    checkpoint_hooks,
-    init_offpolicy_state,
-    make_offpolicy_iteration,
-    observe_seeds,
-    replay_buffer,
+    build_offpolicy_agent,
+    observe_for_policy,
 )
 from rollax.agents.sac.config import SACConfig
 from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
 from rollax.buffers import Transition
-from rollax.envs import EnvParams, VecEnv
+from rollax.envs import VecEnv
 from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
 from rollax.ops import nstep_return
 from rollax.spaces import Box, is_image_key, observation_spec
-from rollax.training import Agent, build_agent, feedforward_policy, training_env
+from rollax.training import (
+    Agent,
+    GradientStep,
+    ShardStart,
+    layout_for,
+    map_seeds,
+    polyak,
+    training_env,
+)
 from rollax.types import PRNGKey
 
 __all__ = ["SAC", "SACHyperParams", "SACLearner", "make_sac"]
@@ -72,8 +77,10 @@ class SACLearner:
         critic_opt: Adam's state for the critics.
         alpha_opt: Adam's state for ``log_alpha``.
         hparams: :class:`SACHyperParams`.
-        noise: float32 ``(num_envs, action_dim)``: the standard normal noise of the last
-            action of each environment, with ``exploration_correlation > 0`` (else ``None``).
+
+    With ``exploration_correlation > 0``, each shard's exploration state
+    (``OffPolicyState.explore``) is the standard normal noise of the last action of each of
+    its environments: float32 ``(num_envs // num_shards, action_dim)``.
     """
 
     params: dict[str, Any]
@@ -82,7 +89,6 @@ class SACLearner:
     critic_opt: Any
     alpha_opt: Any
     hparams: SACHyperParams
-    noise: jax.Array | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -103,8 +109,8 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
     Args:
         config: The configuration; checked here, before anything compiles.
-        env: A registered id (built with ``num_envs = num_seeds * num_envs``) or a
-            ``VecEnv`` with exactly that many environments.
+        env: A registered id (built with ``num_envs // num_shards`` environments) or a
+            ``VecEnv`` of one shard's environments, exactly that many.
         **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
 
     Raises:
@@ -112,7 +118,8 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             environment whose actions are not a bounded 1-D box.
     """
     config.validate()
-    env = training_env("make_sac", env, config.num_seeds * config.num_envs, **make_options)
+    layout = layout_for(config)
+    env = training_env("make_sac", env, config.num_envs // config.num_shards, **make_options)
     space = env.action_space
     if not isinstance(space, Box) or len(space.shape) != 1:
         raise ValueError(
@@ -146,8 +153,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         image_shapes=image_shapes,
         layer_norm=config.encoder_layer_norm,
     )
-    buffer = replay_buffer(config)
-    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate)
+    step = GradientStep(mean=layout.mean)
 
     def policy(params: Any, obs: Any) -> TanhGaussian:
         mean, log_std = actor.apply(params, obs)
@@ -155,10 +161,6 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
     def init_learner(key: PRNGKey) -> SACLearner:
         k_actor, k_critic = jax.random.split(key)
-        noise = None
-        if config.exploration_correlation > 0:
-            k_noise = jax.random.fold_in(key, 1)
-            noise = jax.random.normal(k_noise, (config.num_envs, action_dim), jnp.float32)
         obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
         params = {
             "actor": actor.init(k_actor, obs),
@@ -172,43 +174,38 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         return SACLearner(
             params=params,
             target_critic=params["critic"],
-            actor_opt=optimizer.init(params["actor"]),
-            critic_opt=optimizer.init(params["critic"]),
-            alpha_opt=optimizer.init(params["log_alpha"]),
+            actor_opt=step.init(params["actor"]),
+            critic_opt=step.init(params["critic"]),
+            alpha_opt=step.init(params["log_alpha"]),
             hparams=SACHyperParams(
                 learning_rate=scalar(config.learning_rate),
                 gamma=scalar(config.gamma),
                 tau=scalar(config.tau),
                 target_entropy=scalar(-config.target_entropy_scale * action_dim),
             ),
-            noise=noise,
         )
 
-    def init(key: PRNGKey, env_params: EnvParams | None = None) -> OffPolicyState:
-        return init_offpolicy_state(
-            key=key,
-            env=env,
-            env_params=env_params,
-            buffer=buffer,
-            obs_spec=obs_spec,
-            num_seeds=config.num_seeds,
-            init_learner=init_learner,
-        )
+    def init_noise(key: PRNGKey, start: ShardStart) -> jax.Array:
+        """Each environment's first noise, from the learner's key (and the shard's index)."""
+        key = jax.random.fold_in(key, 1)
+        if config.num_shards > 1:
+            key = jax.random.fold_in(key, start.shard)
+        return jax.random.normal(key, (env.num_envs, action_dim), jnp.float32)
 
-    def act(learner: SACLearner, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
-        """Actions to explore with, and the learner (with its noise moved on).
+    def act(learner: SACLearner, noise: Any, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
+        """Actions to explore with, and the noise moved on (``None`` without correlation).
 
         Standard: policy samples, uniform actions in the box until learning starts. With
         ``exploration_correlation``: the policy throughout, driven by correlated noise.
         """
         if config.exploration_correlation > 0:
             rho = config.exploration_correlation
-            fresh = jax.random.normal(key, learner.noise.shape, jnp.float32)
+            fresh = jax.random.normal(key, noise.shape, jnp.float32)
             # AR(1) with a standard normal marginal: the policy's distribution at each step
             # is unchanged, only successive draws are correlated.
-            noise = rho * learner.noise + math.sqrt(1.0 - rho**2) * fresh
+            noise = rho * noise + math.sqrt(1.0 - rho**2) * fresh
             action, _ = policy(learner.params["actor"], obs).from_noise(noise)
-            return action, learner.replace(noise=noise)
+            return action, noise
         k_policy, k_uniform = jax.random.split(key)
         sampled = policy(learner.params["actor"], obs).sample(k_policy)
         uniform = jax.random.uniform(
@@ -218,16 +215,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             jnp.broadcast_to(low, sampled.shape),
             jnp.broadcast_to(high, sampled.shape),
         )
-        return jnp.where(env_steps < config.learning_starts, uniform, sampled), learner
-
-    def step(opt_state: Any, params: Any, grads: Any, learning_rate: jax.Array) -> tuple[Any, Any]:
-        opt_state = opt_state._replace(
-            hyperparams={**opt_state.hyperparams, "learning_rate": learning_rate}
-        )
-        # optax mixes int32 step counts with float32 (not strict-promotion clean).
-        with jax.numpy_dtype_promotion("standard"):
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state
+        return jnp.where(env_steps < config.learning_starts, uniform, sampled), noise
 
     def learn(
         learner: SACLearner, batch: Transition, weight: jax.Array, key: PRNGKey
@@ -250,7 +238,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         )
         log_alpha, alpha_opt = params["log_alpha"], learner.alpha_opt
         if config.autotune_alpha:
-            log_alpha, alpha_opt = step(alpha_opt, log_alpha, alpha_grad, hp.learning_rate)
+            log_alpha, alpha_opt = step(log_alpha, alpha_opt, alpha_grad, hp.learning_rate)
         alpha = jnp.exp(log_alpha)
 
         # The critics, towards the soft target.
@@ -264,7 +252,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
         (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
         critic_params, critic_opt = step(
-            learner.critic_opt, params["critic"], critic_grad, hp.learning_rate
+            params["critic"], learner.critic_opt, critic_grad, hp.learning_rate
         )
 
         # The actor, against the updated critics.
@@ -277,11 +265,9 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             params["actor"]
         )
         actor_params, actor_opt = step(
-            learner.actor_opt, params["actor"], actor_grad, hp.learning_rate
+            params["actor"], learner.actor_opt, actor_grad, hp.learning_rate
         )
-        target_critic = jax.tree.map(
-            lambda t, p: hp.tau * p + (1.0 - hp.tau) * t, learner.target_critic, critic_params
-        )
+        target_critic = polyak(learner.target_critic, critic_params, hp.tau)
         learner = learner.replace(
             params={"actor": actor_params, "critic": critic_params, "log_alpha": log_alpha},
             target_critic=target_critic,
@@ -299,46 +285,30 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         }
         return learner, metrics, jnp.zeros_like(weight)
 
-    iteration = make_offpolicy_iteration(config, env, buffer, act, learn, METRICS)
-
-    def observe(state: OffPolicyState, obs: Any) -> Any:
-        return observe_seeds(state, obs, config.normalize_obs)
-
-    def policy_act(
-        state: OffPolicyState, obs: Any, key: PRNGKey, deterministic: bool = True
-    ) -> jax.Array:
-        """Every seed's squashed mean action, or a sample.
-
-        ``obs (num_seeds, B, ...) -> actions float32 (num_seeds, B, action_dim)``.
-        """
-
-        def one_seed(learner: SACLearner, obs: Any, key: PRNGKey) -> jax.Array:
-            dist = policy(learner.params["actor"], obs)
-            return dist.mode() if deterministic else dist.sample(key)
-
-        keys = jax.random.split(key, config.num_seeds)
-        return jax.vmap(one_seed)(state.learner, observe(state, obs), keys)
+    def policy_act(learner: SACLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
+        """The squashed mean action, or a sample: float32 ``(B, action_dim)``."""
+        dist = policy(learner.params["actor"], obs)
+        return dist.mode() if deterministic else dist.sample(key)
 
     def q_values(state: OffPolicyState, obs: Any, action: jax.Array) -> jax.Array:
-        def one_seed(learner: SACLearner, obs: Any, action: jax.Array) -> jax.Array:
-            return critic.apply(learner.params["critic"], obs, action)
+        def one_seed(state: OffPolicyState, obs: Any, action: jax.Array) -> jax.Array:
+            seen = observe_for_policy(state, obs, config.normalize_obs)
+            return critic.apply(state.learner.params["critic"], seen, action)
 
-        return jax.vmap(one_seed)(state.learner, observe(state, obs), action)
+        return map_seeds(one_seed, config.num_seeds, (LAYOUT, "seed", "seed"))(state, obs, action)
 
-    to_checkpoint, from_checkpoint = checkpoint_hooks(config, buffer, obs_spec, env)
-    agent = build_agent(
+    agent = build_offpolicy_agent(
         name="sac",
         config=config,
+        layout=layout,
         env=env,
-        init=init,
-        iteration=iteration,
-        steps_per_iteration=config.steps_per_iteration,
-        unit_name="vectorized steps of num_envs * train_every",
+        obs_spec=obs_spec,
+        init_learner=init_learner,
+        act=act,
+        learn=learn,
         metric_names=METRICS,
-        policy=feedforward_policy(policy_act),
+        policy_act=policy_act,
         with_budget=lambda state, total_steps: state,
-        to_checkpoint=to_checkpoint,
-        from_checkpoint=from_checkpoint,
-        run_cpu_level=1,
+        init_explore=init_noise if config.exploration_correlation > 0 else None,
     )
     return SAC(**vars(agent), q_values=jax.jit(q_values))

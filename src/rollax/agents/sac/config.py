@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from rollax.networks import Activation
-from rollax.training import check_budget
+from rollax.training import ScaleConfig, check_budget
 from rollax.training._validate import (
     check_activation,
     check_fields,
@@ -18,7 +18,7 @@ __all__ = ["PRESETS", "SACConfig"]
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig:
+class SACConfig(ScaleConfig):
     """Configuration of a soft actor-critic run (twin critics, automatic entropy tuning).
 
     The defaults are rejax's settings for Pendulum-v1 (its configs/gymnax/pendulum.yaml).
@@ -72,8 +72,6 @@ class SACConfig:
     """Dict observations: per-channel layer normalization in the CNN encoders."""
     normalize_obs: bool = True
     """Normalize observations with running statistics kept in the training state."""
-    num_seeds: int = 1
-    """Independent seeds trained at once in one compiled program."""
     compact_replay: bool = False
     """Store each observation once in the replay buffer (``next_obs`` read from the next
     step, final observations at episode ends kept on the side): about half the memory for
@@ -94,7 +92,7 @@ class SACConfig:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
         check_fields(
             self, "positive_int", "num_envs", "total_steps", "buffer_size", "batch_size",
-            "train_every", "gradient_steps", "n_step", "num_seeds",
+            "train_every", "gradient_steps", "n_step",
         )  # fmt: skip
         check_fields(self, "non_negative_int", "learning_starts")
         check_fields(self, "positive", "learning_rate", "init_alpha")
@@ -114,6 +112,7 @@ class SACConfig:
             "vectorized steps of num_envs * train_every",
         )
         check_replay(self)
+        self.validate_scale(("num_envs", "batch_size"))
 
     def replace(self, **changes: Any) -> SACConfig:
         """A copy with some fields changed."""

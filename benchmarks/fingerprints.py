@@ -1,0 +1,106 @@
+"""Fingerprints of trained parameters and optimizer moments, to show what a change of the
+training layer does to the bits of a run.
+
+Each line trains an agent for a few iterations from a fixed key on one device and prints
+a short hash of its parameters and of its Adam moments (every ``mu``, ``nu`` and ``count``
+found in the optimizer state, whatever transformation holds them). Run it before and after
+a change: equal hashes mean the same bits. The last line is one JSON object of every hash.
+
+    python benchmarks/fingerprints.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import jax
+import numpy as np
+import optax
+
+import rollax
+from rollax.agents.dqn import DQNConfig, make_dqn
+from rollax.agents.ppo import PPOConfig, make_ppo
+from rollax.agents.sac import SACConfig, make_sac
+
+
+def digest(tree) -> str:
+    h = hashlib.sha256()
+    for leaf in jax.tree.leaves(tree):
+        h.update(np.ascontiguousarray(np.asarray(leaf)).tobytes())
+    return h.hexdigest()[:12]
+
+
+def adam_moments(tree) -> list:
+    found = []
+
+    def visit(node):
+        if isinstance(node, optax.ScaleByAdamState):
+            found.append((node.count, node.mu, node.nu))
+            return
+        children = jax.tree.leaves(node, is_leaf=lambda x: x is not node)
+        if children and not (len(children) == 1 and children[0] is node):
+            for child in children:
+                visit(child)
+
+    visit(tree)
+    return found
+
+
+def learner_of(state):
+    return getattr(state, "learner", state)
+
+
+def opt_states(learner) -> list:
+    names = ("opt_state", "actor_opt", "critic_opt", "alpha_opt")
+    return [getattr(learner, n) for n in names if hasattr(learner, n)]
+
+
+def fingerprint(agent, steps: int, seeds: int) -> dict:
+    state = agent.init(jax.random.key(7))
+    state, _ = agent.run(state, steps)
+    learner = learner_of(state)
+    adam = [adam_moments(o) for o in opt_states(learner)]
+    out = {"params": digest(learner.params), "adam": digest(adam)}
+    if seeds > 1:
+        out["per_seed_params"] = [
+            digest(jax.tree.map(lambda x, s=s: x[s], learner.params)) for s in range(seeds)
+        ]
+    return out
+
+
+CASES = {
+    "ppo_1seed": lambda: (make_ppo(PPOConfig(), "CartPole-v1"), 1024, 1),
+    "ppo_3seeds_on_done": lambda: (
+        make_ppo(PPOConfig(num_seeds=3), "CartPole-v1", reset_strategy="on_done"),
+        1024,
+        3,
+    ),
+    "dqn_1seed": lambda: (make_dqn(DQNConfig(learning_starts=200), "CartPole-v1"), 1000, 1),
+    "dqn_3seeds_on_done": lambda: (
+        make_dqn(
+            DQNConfig(learning_starts=200, num_seeds=3), "CartPole-v1", reset_strategy="on_done"
+        ),
+        1000,
+        3,
+    ),
+    "sac_1seed": lambda: (make_sac(SACConfig(), "Pendulum-v1"), 512, 1),
+    "sac_3seeds_on_done": lambda: (
+        make_sac(SACConfig(num_seeds=3), "Pendulum-v1", reset_strategy="on_done"),
+        512,
+        3,
+    ),
+}
+
+
+def main() -> None:
+    results = {}
+    for name, build in CASES.items():
+        agent, steps, seeds = build()
+        results[name] = fingerprint(agent, steps, seeds)
+        print(name, results[name], flush=True)
+    print(json.dumps({"rollax": rollax.__version__, "fingerprints": results}))
+
+
+if __name__ == "__main__":
+    main()
