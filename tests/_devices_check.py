@@ -56,7 +56,7 @@ def check(name: str) -> dict:
         agent = build(num_shards=4, devices=devices)
         state, metrics = agent.run(agent.init(jax.random.key(3)), steps)
         runs[devices] = (agent, state, metrics)
-    (_, one, m1), (agent4, four, m4) = runs[1], runs[4]
+    (_, one, m1), (_, four, m4) = runs[1], runs[4]
     out["shards_max_diff"] = max_diff(leaves(one.params), leaves(four.params))
     out["shards_episodes"] = [int(m1["episodes"][0]), int(m4["episodes"][0])]
     out["obs_devices"] = len(jax.tree.leaves(four.obs)[0].sharding.device_set)

@@ -60,7 +60,7 @@ class OffPolicyState:
     """Everything an off-policy run needs to continue.
 
     Save it, restore it, and training goes on as if it had never stopped (the replay
-    buffer included). Leaves as the training layer holds them (:data:`LAYOUT`): per-seed
+    buffer included). Leaves as the training layer holds them (``LAYOUT``): per-seed
     leaves lead with ``(num_seeds,)``, per-shard leaves with ``(num_seeds, num_shards)``.
 
     Attributes:

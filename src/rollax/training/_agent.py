@@ -300,13 +300,13 @@ def build_agent(
     """Compose an algorithm's one-seed, one-shard pieces into an :class:`Agent`.
 
     The layer maps the pieces over seeds and shards and places them on the layout's devices
-    (:meth:`Layout.map`); an agent never maps seeds or names a device.
+    (:meth:`rollax.training.Layout.map`); an agent never maps seeds or names a device.
 
     Args:
         name: The algorithm's registered name.
         config: Its configuration (with ``num_seeds``, ``num_envs`` and ``num_shards``).
-        layout: Where seeds and shards sit (:func:`layout_for`); its :meth:`Layout.mean` is
-            the one collective the pieces may call (through :class:`GradientStep`).
+        layout: Where seeds and shards sit (:func:`rollax.training.layout_for`); its ``mean`` is
+            the one collective the pieces may call (through :class:`rollax.training.GradientStep`).
         env: One shard's batch of ``num_envs // num_shards`` environments.
         state_layout: The state's layout: a prefix tree of the state with a tag per subtree
             (:data:`SEED`, :data:`SHARD`, :data:`SHARED`, :data:`ENV_PARAMS`).

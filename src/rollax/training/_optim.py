@@ -28,8 +28,9 @@ class GradientStep:
     """Adam with gradient clipping, its gradients averaged over the seed's data shards.
 
     Attributes:
-        mean: The layout's mean over a seed's shards (:meth:`Layout.mean`): every shard
-            then takes the same step, from the gradient of the seed's whole batch.
+        mean: The layout's mean over a seed's shards
+            (:meth:`rollax.training.Layout.mean`): every shard then takes the same step,
+            from the gradient of the seed's whole batch.
         eps: Adam's epsilon.
         clip_value: Each gradient element is clipped to ``[-clip_value, clip_value]`` first
             (``optax.clip``; 0: off). Static.

@@ -85,7 +85,7 @@ class PPOState:
     """Everything a PPO run needs to continue.
 
     Save it, restore it, and training goes on as if it had never stopped. Leaves as the
-    training layer holds them (:data:`LAYOUT`): per-seed leaves lead with ``(num_seeds,)``,
+    training layer holds them (``LAYOUT``): per-seed leaves lead with ``(num_seeds,)``,
     per-shard leaves with ``(num_seeds, num_shards)`` and then the shard's ``E = num_envs //
     num_shards`` environments.
 
@@ -147,7 +147,7 @@ class PPO(Agent):
         collect: ``state -> (state, rollout)``: one rollout without an update, a
             :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)`` (seed by
             seed, each seed's shards in order).
-        network: The :class:`~rollax.agents.ppo.network.PolicyNetwork` every part of PPO
+        network: The :class:`~rollax.agents.ppo.PolicyNetwork` every part of PPO
             calls.
     """
 
