@@ -6,6 +6,7 @@ devices train as they do side by side on one.
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,57 @@ def test_bad_layouts_are_clear_errors_before_anything_compiles():
     with pytest.raises(ValueError, match=r"num_shards=3 must divide num_envs=8"):
         make_ppo(PPOConfig(num_shards=3), "CartPole-v1")
     assert make_layout(2, 4, "all").mesh is None  # one device here: no mesh
+
+
+DQN_OPTIONS = [
+    "--env", "CartPole-v1", "--num-envs", "8", "--buffer-size", "2048", "--learning-starts",
+    "256", "--batch-size", "32", "--gradient-steps", "1", "--hidden-sizes", "16",
+    "--num-shards", "4", "--total-steps", "1024", "--log-every", "256",
+    "--checkpoint-every", "512", "--eval-episodes", "0", "--no-progress",
+]  # fmt: skip
+
+
+def _rollax(args: list[str], devices: int, env: dict) -> subprocess.CompletedProcess:
+    env = {**env, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    return subprocess.run(
+        [sys.executable, "-m", "rollax", *args], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+
+
+def test_a_checkpoint_of_4_devices_restores_on_2_and_on_1_with_its_replay(tmp_path):
+    import shutil
+
+    from rollax.training import load_run
+
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "ROLLAX_CACHE_DIR": str(tmp_path / "cache")}
+    whole = tmp_path / "whole"
+    done = _rollax(
+        ["train", "dqn", *DQN_OPTIONS, "--devices", "4", "--run-dir", str(whole)], 4, env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = [np.asarray(x) for x in jax.tree.leaves(load_run(whole).state.learner)]
+
+    def stopped_at_512(name: str) -> Path:
+        """A copy of the run as if it had stopped after its checkpoint at step 512."""
+        copy = tmp_path / name
+        shutil.copytree(whole, copy)
+        shutil.rmtree(copy / "checkpoints" / "1024")
+        return copy
+
+    # A layout whose data axis does not divide the 4 shards: an error, the run untouched.
+    half = stopped_at_512("half")
+    bad = _rollax(["resume", str(half), "--devices", "3"], 3, env)
+    assert bad.returncode == 2 and "must divide num_shards=4" in bad.stderr
+    assert load_run(half).env_steps == 512
+
+    for devices in (2, 1):
+        copy = stopped_at_512(f"on{devices}")
+        done = _rollax(["resume", str(copy), "--devices", str(devices)], devices, env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        run = load_run(copy)
+        assert run.env_steps == 1024
+        # The replay shards came back too: learning went on from them, to the same numbers.
+        got = [np.asarray(x) for x in jax.tree.leaves(run.state.learner)]
+        for a, b in zip(expected, got, strict=True):
+            np.testing.assert_allclose(a, b, atol=TOLERANCE)

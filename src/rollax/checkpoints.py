@@ -9,6 +9,10 @@ error instead of silently wrong arrays.
 
 Typed PRNG keys are stored as their raw key data with the name of their implementation and
 wrapped again on restore, so restoring gives exactly the keys that were saved.
+
+Arrays sharded over several devices or processes are saved shard by shard by every process
+(each writes what it holds), and restored straight into the shardings the caller asks for,
+which may be another layout than the one that saved them: nothing passes through one host.
 """
 
 from __future__ import annotations
@@ -137,13 +141,19 @@ class Checkpointer:
             ) from e
         return dict(restored["config"])
 
-    def restore(self, target: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
+    def restore(
+        self, target: Any, step: int | None = None, shardings: Any = None
+    ) -> tuple[Any, dict[str, Any]]:
         """Restore a checkpoint into the structure of ``target``.
 
         Args:
             target: A state (or its ``jax.eval_shape``) with the expected structure, shapes
                 and dtypes.
             step: Which checkpoint; the newest when ``None``.
+            shardings: A tree like ``target`` with a ``jax.sharding.Sharding`` for each leaf
+                (a key's applies to its key data): the arrays are read straight into them,
+                each process reading only its shards. ``None``: uncommitted arrays on the
+                default device.
 
         Returns:
             ``(state, config)``.
@@ -156,8 +166,21 @@ class Checkpointer:
         names = _path_names(target)
         leaves, treedef = jax.tree.flatten(target)
         expected = [jax.eval_shape(jax.random.key_data, x) if _is_key(x) else x for x in leaves]
+        if shardings is None:
+            # Read onto one device whatever layout wrote the checkpoint (several devices or
+            # processes), then hand out uncommitted arrays (below).
+            one = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+            placed = [one] * len(leaves)
+        else:
+            placed = jax.tree.leaves(shardings)
+        if len(placed) != len(leaves):
+            raise ValueError("Checkpointer.restore: shardings must give every leaf a sharding.")
         abstract = jax.tree.unflatten(
-            treedef, [jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in expected]
+            treedef,
+            [
+                jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=s)
+                for x, s in zip(expected, placed, strict=True)
+            ],
         )
         self._check_compatible(step, names, expected)
         try:
@@ -177,10 +200,12 @@ class Checkpointer:
             ) from e
         impls = dict(restored["keys"])
         out = []
-        for name, want, got in zip(names, leaves, jax.tree.leaves(restored["state"]), strict=True):
-            # Orbax returns arrays committed to a device; fresh ones are not, and jit keys its
-            # compiled programs on that too. Uncommitted, a restored state reuses them.
-            got = jnp.asarray(np.asarray(got))
+        restored_leaves = jax.tree.leaves(restored["state"])
+        for name, want, got in zip(names, leaves, restored_leaves, strict=True):
+            if shardings is None:
+                # Orbax returns arrays committed to a device; fresh ones are not, and jit keys
+                # its compiled programs on that too. Uncommitted, a restored state reuses them.
+                got = jnp.asarray(np.asarray(got))
             if _is_key(want):
                 out.append(jax.random.wrap_key_data(got, impl=impls[name]))
             else:

@@ -67,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a new budget (environment steps per seed; the agent's schedules are stretched "
         "to it); default: the run's own",
     )
+    resume.add_argument(
+        "--devices",
+        default=None,
+        help="continue on this many devices, or 'all' (the checkpoint restores onto any "
+        "layout that divides its shards); default: the run's own",
+    )
+    add_cluster_options(resume)
 
     evaluate = commands.add_parser("eval", help="evaluate a run's newest checkpoint")
     evaluate.add_argument("run_dir", metavar="RUN_DIR", help="the run's directory")
@@ -108,6 +115,51 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("envs", help="list the registered environments")
     return parser
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """The options that make this process one of several (``jax.distributed``)."""
+    group = parser.add_argument_group(
+        "several processes",
+        "Start one process per host (or per GPU) with the same --coordinator and "
+        "--num-processes and its own --process-id, or use --cluster-from-env under Slurm "
+        "or Open MPI. Only process 0 writes run files.",
+    )
+    group.add_argument("--coordinator", default="", metavar="HOST:PORT", help="process 0's address")
+    group.add_argument("--num-processes", type=int, default=1, metavar="P")
+    group.add_argument("--process-id", type=int, default=0, metavar="I")
+    group.add_argument(
+        "--cluster-from-env",
+        action="store_true",
+        help="read the processes from the environment (Slurm, Open MPI) as JAX does",
+    )
+    group.add_argument(
+        "--coordinator-timeout",
+        type=int,
+        default=300,
+        metavar="SECONDS",
+        help="how long to wait for every process (default: 300)",
+    )
+
+
+def cluster_from(args: argparse.Namespace) -> Any:
+    """The :class:`~rollax.training.Cluster` of parsed cluster options."""
+    from rollax.training import Cluster
+
+    return Cluster(
+        coordinator=args.coordinator,
+        num_processes=args.num_processes,
+        process_id=args.process_id,
+        from_environment=args.cluster_from_env,
+        timeout=args.coordinator_timeout,
+    )
+
+
+def split_cluster_options(options: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """``train``'s cluster options, and the options left for tyro."""
+    parser = argparse.ArgumentParser(prog="rollax train", add_help=False)
+    add_cluster_options(parser)
+    return parser.parse_known_args(options)
 
 
 def parse_train_options(algo: str, options: list[str]) -> tuple[Any, Any]:
@@ -164,12 +216,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "train":
         from rollax.envs import make
 
-        config, run_config = parse_train_options(args.algo, args.options)
+        cluster_args, options = split_cluster_options(args.options)
+        cluster_from(cluster_args).join()  # before anything else uses JAX
+        config, run_config = parse_train_options(args.algo, options)
         make(run_config.env)  # an unknown id fails here, listing close matches
         training.train(config, run_config)
         return 0
     if args.command == "resume":
-        training.resume(args.run_dir, args.total_steps)
+        cluster_from(args).join()
+        devices = args.devices
+        if devices is not None and devices != "all":
+            if not devices.isdigit():
+                raise ValueError(f"--devices must be a positive integer or 'all', got {devices!r}.")
+            devices = int(devices)
+        training.resume(args.run_dir, args.total_steps, devices=devices)
         return 0
     if args.command == "eval":
         if args.video:

@@ -28,6 +28,7 @@ from rollax.training._agent import (
     layout_for,
 )
 from rollax.training._config import ConfigError, config_to_json, decode_config
+from rollax.training._distributed import Cluster, agree_any
 from rollax.training._envs import training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
 from rollax.training._keys import RunKeys, run_keys
@@ -75,6 +76,7 @@ __all__ = [
     "SHARED",
     "Agent",
     "Algorithm",
+    "Cluster",
     "ConfigError",
     "GradientStep",
     "Layout",
@@ -86,6 +88,7 @@ __all__ = [
     "ScaleConfig",
     "ShardStart",
     "TrainingDiverged",
+    "agree_any",
     "algorithm_for_config",
     "algorithms",
     "build_agent",

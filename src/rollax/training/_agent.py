@@ -65,7 +65,7 @@ class Policy(NamedTuple):
     """How an agent acts outside training (evaluation, video).
 
     An agent writes it for one seed (``state`` is that seed's slice; no seed axis below);
-    :attr:`Agent.policy` is every seed's at once (a leading ``num_seeds`` axis on ``obs``,
+    ``Agent.policy`` is every seed's at once (a leading ``num_seeds`` axis on ``obs``,
     ``carry``, ``first`` and ``action``).
 
     Attributes:
@@ -402,6 +402,8 @@ def build_agent(
             "finite": finite,
             "env_steps": state.env_steps,
         }
+        if layout.mesh is not None:  # readable by every process
+            metrics = jax.lax.with_sharding_constraint(metrics, layout.replicated)
         return state.replace(env_params=None), metrics
 
     def run_iterations(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
@@ -424,7 +426,9 @@ def build_agent(
         return run_program(state, jnp.asarray(iterations, jnp.int32))
 
     seed_policy = _seed_policy(policy, state_layout, seeds)
-    evaluate, evaluate_program = make_evaluator(env, seed_policy, seeds, seeds * num_envs)
+    evaluate, evaluate_program = make_evaluator(
+        env, seed_policy, seeds, seeds * num_envs, layout.replicated
+    )
     fast_init = FastCompile(init_global, cpu_level=0)
 
     def warmup(evaluations: Sequence[tuple[int, bool]] = ()) -> None:

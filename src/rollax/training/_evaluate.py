@@ -52,7 +52,11 @@ def params_for_batch(
 
 
 def make_evaluator(
-    env: VecEnv, policy: Policy, num_seeds: int, num_train_envs: int
+    env: VecEnv,
+    policy: Policy,
+    num_seeds: int,
+    num_train_envs: int,
+    out_sharding: jax.sharding.Sharding | None = None,
 ) -> tuple[Callable, Callable]:
     """The evaluation of ``policy`` on ``env``'s environment.
 
@@ -62,6 +66,8 @@ def make_evaluator(
         num_seeds: Seeds in the training state.
         num_train_envs: Training environments of all seeds (``num_seeds * num_envs``), the
             leading axis of per-environment params.
+        out_sharding: Where the returns go (replicated, for every process of a
+            multi-process run to read); ``None``: wherever XLA puts them.
 
     Returns:
         ``(evaluate, program)``: ``evaluate(state, key, num_episodes=64,
@@ -121,8 +127,10 @@ def make_evaluator(
                 zeros.astype(jnp.bool_),
                 zeros,
             )
-            total = jax.lax.while_loop(running, step, carry)[-1]
-            return total.reshape(num_seeds, episodes)
+            total = jax.lax.while_loop(running, step, carry)[-1].reshape(num_seeds, episodes)
+            if out_sharding is not None:
+                total = jax.lax.with_sharding_constraint(total, out_sharding)
+            return total
 
         return FastCompile(run_episodes, cpu_level=1)
 

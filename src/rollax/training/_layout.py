@@ -138,6 +138,14 @@ class Layout:
 
     # ------------------------------------------------------------------ placement
 
+    @property
+    def replicated(self) -> NamedSharding | None:
+        """A sharding that puts the whole array on every device (every process reads it).
+
+        ``None`` on one device.
+        """
+        return None if self.mesh is None else NamedSharding(self.mesh, P())
+
     def spec(self, tag: str) -> P:
         """The ``PartitionSpec`` of a leaf tagged ``tag`` (its global array)."""
         return {SEED: P("seed"), SHARD: P("seed", "data"), SHARED: P(), ENV_PARAMS: P()}[tag]

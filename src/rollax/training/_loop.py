@@ -4,7 +4,9 @@ It trains in chunks of ``log_every`` steps. After each chunk it writes a metrics
 checkpoint when one is due. Three things end a run early:
 
 - SIGTERM or SIGINT (preemption, Ctrl-C): a checkpoint is saved and the process exits with
-  status ``128 + signal``; ``rollax resume`` continues bit for bit.
+  status ``128 + signal``; ``rollax resume`` continues bit for bit. In a multi-process run a
+  signal to any process stops them all at the same step: after each chunk the processes
+  agree through a collective whether any of them was asked to stop.
 - A non-finite loss or parameter (:class:`TrainingDiverged`): the state that diverged is
   never saved, so no bad checkpoint can push a good one out; the last finite state is saved
   instead (if it was not already) and the run stops with a message.
@@ -25,10 +27,11 @@ from typing import Any
 import jax
 import numpy as np
 
+from rollax.training._distributed import agree_any
 from rollax.training._plots import plot_curve
 from rollax.training._progress import Progress
 from rollax.training._run import Run, evaluate_state
-from rollax.training._run_dir import write_atomic
+from rollax.training._run_dir import is_writer, write_atomic
 from rollax.training._sinks import CsvSink, TensorBoardSink, seed_return_fields
 
 __all__ = ["COMMON_METRICS", "TrainingDiverged", "metric_fields", "train_loop"]
@@ -91,12 +94,15 @@ def train_loop(run: Run) -> None:
     csv_sink = CsvSink(directory.metrics, fields)
     scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
     tensorboard = TensorBoardSink(directory.tensorboard, scalars, run.env_steps or None)
-    progress = Progress(run.algorithm.name.upper(), total, run.env_steps, rc.progress)
+    progress = Progress(
+        run.algorithm.name.upper(), total, run.env_steps, rc.progress and is_writer()
+    )
     last_ckpt = run.env_steps
     recent: float | None = None
     try:
         with _stop_requests() as stops:
-            while run.env_steps < total and not stops:
+            stopping = False
+            while run.env_steps < total and not stopping:
                 chunk = min(log_every, total - run.env_steps)
                 start = time.perf_counter()
                 previous = run.state
@@ -115,12 +121,15 @@ def train_loop(run: Run) -> None:
                     progress.close()
                     _stop_diverged(run, previous, metrics)
                 progress.update(run.env_steps, row["steps_per_second"], recent)
+                stopping = agree_any(bool(stops))  # every process stops at the same step
+                if stopping:
+                    break
                 if run.env_steps - last_ckpt >= ckpt_every and run.env_steps < total:
                     _checkpoint(run)
                     last_ckpt = run.env_steps
             if run.checkpoints.latest_step() != run.env_steps:
                 _checkpoint(run)
-            if rc.eval_episodes and not stops:
+            if rc.eval_episodes and not stopping:
                 # Inside the signal handlers: a signal now ends the run after the evaluation.
                 result = evaluate_state(run, rc.eval_episodes)
                 write_atomic(directory.evaluation, json.dumps(result, indent=2).encode())
@@ -133,15 +142,17 @@ def train_loop(run: Run) -> None:
                     f"{result['stochastic']['mean']:.1f} (stochastic).",
                     file=sys.stderr,
                 )
-            if stops:
+            if stopping:
                 progress.close()
-                name = signal.Signals(stops[0]).name
+                signum = stops[0] if stops else signal.SIGTERM  # another process's signal
+                name = signal.Signals(signum).name
+                here = "received" if stops else "received by another process"
                 print(
-                    f"{name} received: saved a checkpoint at step {run.env_steps} in "
+                    f"{name} {here}: saved a checkpoint at step {run.env_steps} in "
                     f"{directory.path}; continue with `rollax resume {directory.path}`.",
                     file=sys.stderr,
                 )
-                raise SystemExit(128 + stops[0])
+                raise SystemExit(128 + signum)
     finally:
         progress.close()
         csv_sink.close()

@@ -200,7 +200,10 @@ def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]
 
 
 def load_run(
-    directory: str | Path, total_steps: int | None = None, for_training: bool = False
+    directory: str | Path,
+    total_steps: int | None = None,
+    for_training: bool = False,
+    devices: int | str | None = None,
 ) -> Run:
     """Rebuild a run from its directory and restore its newest checkpoint.
 
@@ -210,6 +213,11 @@ def load_run(
             stretches its learning-rate schedule to it).
         for_training: Compile the training programs side by side now, and start a run that
             stopped before its first checkpoint afresh instead of raising.
+        devices: Another device count (or ``"all"``): the checkpoint restores straight into
+            the new layout's shardings; a layout that cannot hold the run (a data axis that
+            does not divide its shards) is a ``ValueError`` and leaves it intact. ``None``:
+            the run's own for training, one device for inspection (evaluation, video), so
+            a run trained on many devices can be inspected anywhere.
 
     Raises:
         ValueError: no run there, a config that does not fit, or a ``total_steps`` below
@@ -220,7 +228,11 @@ def load_run(
     algorithm, config, run_config = read_run_config(run_dir)
     if total_steps is not None:
         config = config.replace(total_steps=total_steps)
-        config.validate()
+    if devices is None and not for_training:
+        devices = 1
+    if devices is not None:
+        config = config.replace(devices=devices)
+    config.validate()
     agent = algorithm.make(config, run_config.env)
     checkpoints = Checkpointer(run_dir.checkpoints, run_config.keep_checkpoints)
     if for_training:
@@ -230,7 +242,8 @@ def load_run(
         state = agent.init(run_keys(run_config.seed).init)
     else:
         template = jax.eval_shape(lambda k: agent.to_checkpoint(agent.init(k)), jax.random.key(0))
-        saved, _ = checkpoints.restore(template)
+        shardings = agent.shardings(template) if agent.layout.mesh is not None else None
+        saved, _ = checkpoints.restore(template, shardings=shardings)
         state = agent.from_checkpoint(saved)
     done = int(state.env_steps)
     if config.total_steps < done:
@@ -243,14 +256,19 @@ def load_run(
     return Run(run_dir, algorithm, config, run_config, agent, state, checkpoints)
 
 
-def resume(directory: str | Path, total_steps: int | None = None) -> Path:
-    """Continue a run from its newest checkpoint until its (possibly new) budget is spent."""
+def resume(
+    directory: str | Path, total_steps: int | None = None, devices: int | str | None = None
+) -> Path:
+    """Continue a run from its newest checkpoint until its (possibly new) budget is spent.
+
+    ``devices``: continue on another number of devices (see :func:`load_run`).
+    """
     from rollax.training._loop import train_loop
 
-    run = load_run(directory, total_steps, for_training=True)
+    run = load_run(directory, total_steps, for_training=True, devices=devices)
     if run.run_config.compilation_cache:
         enable_compilation_cache()
-    if total_steps is not None:
+    if total_steps is not None or devices is not None:
         run.directory.write_config(run.config_json())
     run.directory.truncate_metrics(run.env_steps)
     train_loop(run)

@@ -1,6 +1,6 @@
 """PPO's network behind one interface: ``(params, obs, carry, first) -> (carry, dist, value)``.
 
-The rollout, the loss, evaluation and video all call :attr:`PolicyNetwork.apply`, so a
+The rollout, the loss, evaluation and video all call ``PolicyNetwork.apply``, so a
 recurrent network only has to fill the same interface: ``carry`` is its hidden state (``()``
 for a feed-forward network), and ``first`` (bool, one flag per observation) marks the
 observations that open an episode, where a recurrent network starts from a fresh carry.

@@ -1,0 +1,105 @@
+"""Several processes, on one machine or many, as one run: ``jax.distributed``.
+
+Every process runs the same program on its own devices; the mesh spans all of them, so each
+process steps the environments of the shards its devices hold. Only process 0 writes run
+files; every process takes part in each checkpoint. A stop requested in any process (a
+SIGTERM to one of them) is agreed on by all through a collective after each chunk of
+training, so they stop at the same step and save one complete checkpoint together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import jax
+import numpy as np
+
+__all__ = ["Cluster", "agree_any"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """How this process joins a multi-process run (``--coordinator`` and friends).
+
+    Attributes:
+        coordinator: ``HOST:PORT`` of process 0's coordination service; empty for one
+            process, or with ``from_environment``.
+        num_processes: Processes in the run.
+        process_id: This process's index, ``0 <= process_id < num_processes``.
+        from_environment: Let ``jax.distributed.initialize`` read the cluster from the
+            environment (Slurm's or Open MPI's variables) instead.
+        timeout: Seconds to wait for every process to reach the coordinator.
+    """
+
+    coordinator: str = ""
+    num_processes: int = 1
+    process_id: int = 0
+    from_environment: bool = False
+    timeout: int = 300
+
+    @property
+    def distributed(self) -> bool:
+        """Whether this is a multi-process run (or one read from the environment)."""
+        return self.from_environment or self.num_processes > 1 or bool(self.coordinator)
+
+    def validate(self) -> None:
+        """Raise a ``ValueError`` naming the first bad setting and what would be valid."""
+        for name in ("num_processes", "timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} must be a positive integer, got {value!r}.")
+        pid = self.process_id
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < self.num_processes:
+            raise ValueError(
+                f"--process-id must lie in [0, {self.num_processes}) for --num-processes "
+                f"{self.num_processes}, got {pid!r}."
+            )
+        if self.from_environment:
+            return
+        if self.num_processes > 1 and not re.fullmatch(r"[^\s:]+:\d{1,5}", self.coordinator):
+            raise ValueError(
+                f"--coordinator must be HOST:PORT (process 0's address) for a run of "
+                f"{self.num_processes} processes, got {self.coordinator!r}."
+            )
+
+    def join(self) -> None:
+        """Initialize ``jax.distributed`` (before anything else uses JAX), if distributed.
+
+        Raises:
+            ValueError: bad settings, or a coordinator that could not be reached in time.
+        """
+        self.validate()
+        if not self.distributed:
+            return
+        # Processes on CPU talk through gloo (the default is none: one process only).
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        try:
+            if self.from_environment:
+                jax.distributed.initialize(initialization_timeout=self.timeout)
+            else:
+                jax.distributed.initialize(
+                    coordinator_address=self.coordinator,
+                    num_processes=self.num_processes,
+                    process_id=self.process_id,
+                    initialization_timeout=self.timeout,
+                )
+        except Exception as e:  # XLA raises its own runtime errors
+            where = "the cluster in the environment" if self.from_environment else self.coordinator
+            raise ValueError(
+                f"Could not join the run's {self.num_processes} processes through {where} "
+                f"within {self.timeout} s ({type(e).__name__}: {str(e)[:300]}). Start every "
+                f"process with the same --coordinator (process 0's HOST:PORT, reachable from "
+                f"all) and --num-processes, each with its own --process-id."
+            ) from e
+
+
+def agree_any(flag: bool) -> bool:
+    """Whether ``flag`` holds in any process (a collective: every process must call it)."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    from jax.experimental import multihost_utils
+
+    flags = multihost_utils.process_allgather(np.asarray([flag], np.int32))
+    return bool(np.asarray(flags).any())

@@ -1,0 +1,122 @@
+"""Several processes as one run (``jax.distributed`` on loopback), as a user starts them.
+
+Two ``rollax train`` processes with 2 CPU devices each train one seed over 4 shards. They
+agree with a single process on 4 devices, only process 0 writes run files, a SIGTERM to
+one of them stops both at the same step with one complete checkpoint, ``rollax resume``
+continues to the bits of a run that never stopped, and the checkpoint of two processes
+restores in one.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from rollax.training import load_run
+
+pytestmark = pytest.mark.timeout(600)
+
+OPTIONS = [
+    "--env", "CartPole-v1", "--num-envs", "8", "--num-steps", "16", "--num-epochs", "2",
+    "--num-minibatches", "2", "--hidden-sizes", "16", "16", "--num-shards", "4",
+    "--devices", "all", "--total-steps", "8192", "--log-every", "256",
+    "--checkpoint-every", "4096", "--eval-episodes", "0", "--no-progress",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    env = dict(os.environ)
+    env["ROLLAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
+    env["JAX_PLATFORMS"] = "cpu"
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(command: list[str], env: dict, devices: int, cluster: list[str]) -> subprocess.Popen:
+    env = {**env, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "rollax", *command, *cluster],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def two_processes(command: list[str], env: dict) -> list[subprocess.Popen]:
+    port = free_port()
+    cluster = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+    timeout = ["--coordinator-timeout", "120"]
+    return [start(command, env, 2, [*cluster, "--process-id", str(i), *timeout]) for i in range(2)]
+
+
+def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
+    out = []
+    for p in procs:
+        _, err = p.communicate(timeout=400)
+        out.append((p.returncode, err))
+    return out
+
+
+def final_params(run_dir: Path) -> list[np.ndarray]:
+    return [np.asarray(x) for x in jax.tree.leaves(load_run(run_dir).state.params)]
+
+
+def rows(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_two_processes_train_stop_together_and_resume_bit_for_bit(tmp_path, env):
+    whole, stopped, single = tmp_path / "whole", tmp_path / "stopped", tmp_path / "single"
+
+    # An uninterrupted run of two processes.
+    results = finish(two_processes(["train", "ppo", *OPTIONS, "--run-dir", str(whole)], env))
+    assert [code for code, _ in results] == [0, 0], results[0][1][-2000:] + results[1][1][-2000:]
+    # Only process 0 wrote run files: one TensorBoard file, each metrics row once.
+    assert len(list((whole / "tb").iterdir())) == 1
+    steps = [int(r["env_steps"]) for r in rows(whole)]
+    assert steps == sorted(set(steps)) and steps[-1] == 8192
+
+    # The same run in one process on 4 devices agrees (reduction order aside).
+    one = start(["train", "ppo", *OPTIONS, "--run-dir", str(single)], env, 4, [])
+    code, err = finish([one])[0]
+    assert code == 0, err[-2000:]
+    for a, b in zip(final_params(whole), final_params(single), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+
+    # SIGTERM to process 1 only, once training is under way: both stop at the same step.
+    procs = two_processes(["train", "ppo", *OPTIONS, "--run-dir", str(stopped)], env)
+    deadline = time.monotonic() + 300
+    while not (stopped / "metrics.csv").is_file() or len(rows(stopped)) < 2:
+        assert time.monotonic() < deadline and procs[0].poll() is None
+        time.sleep(0.05)
+    procs[1].send_signal(signal.SIGTERM)
+    results = finish(procs)
+    assert [code for code, _ in results] == [128 + signal.SIGTERM] * 2, results[0][1][-2000:]
+    assert "received by another process" in results[0][1]
+    saved = sorted(int(p.name) for p in (stopped / "checkpoints").iterdir() if p.name.isdigit())
+    assert saved and saved[-1] < 8192
+    assert load_run(stopped).env_steps == saved[-1]  # complete: it restores
+
+    # Two processes resume it to the bits of the run that never stopped.
+    results = finish(two_processes(["resume", str(stopped)], env))
+    assert [code for code, _ in results] == [0, 0], results[0][1][-2000:]
+    for a, b in zip(final_params(whole), final_params(stopped), strict=True):
+        np.testing.assert_array_equal(a, b)
