@@ -67,7 +67,7 @@ def worker(args: argparse.Namespace) -> None:
     from rollax.agents.ppo import PPOConfig, make_ppo
 
     config_type, make = {"ppo": (PPOConfig, make_ppo), "dqn": (DQNConfig, make_dqn)}[args.agent]
-    steps = STEPS[args.agent]
+    steps = args.steps or STEPS[args.agent]
     config = config_type(
         **CONFIGS[args.agent],
         total_steps=steps * (args.repeats + 1),
@@ -96,9 +96,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def measure(agent: str, processes: int, devices: int, shards: int, repeats: int) -> dict:
+def measure(
+    agent: str, processes: int, devices: int, shards: int, repeats: int, steps: int | None
+) -> dict:
     base = [sys.executable, __file__, "--worker", agent, "--devices", str(devices)]
     base += ["--shards", str(shards), "--repeats", str(repeats)]
+    base += ["--steps", str(steps)] if steps else []
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     if processes == 1:
         commands = [[*base, "--local-devices", "4"]]
@@ -124,6 +127,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per timed call (default: 65,536 for PPO, 16,384 for DQN)",
+    )
     parser.add_argument("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--local-devices", type=int, default=4, help=argparse.SUPPRESS)
@@ -138,10 +147,10 @@ def main() -> None:
         return
     results: dict = {}
     for agent in args.agents:
-        print(f"{agent}: {STEPS[agent]} steps per call, median of {args.repeats}")
+        print(f"{agent}: {args.steps or STEPS[agent]} steps per call, median of {args.repeats}")
         base = None
         for label, processes, devices, shards in ROWS:
-            r = measure(agent, processes, devices, shards, args.repeats)
+            r = measure(agent, processes, devices, shards, args.repeats, args.steps)
             base = base or r["steps_per_s"]
             r["cost_vs_single_device"] = base / r["steps_per_s"]
             results[f"{agent}/{label}"] = r

@@ -115,3 +115,14 @@ def test_returns_benchmark_ends_with_json():
     assert {"rollax", "rejax", "ratio_return", "ratio_wall_s", "return_at_least_peer"} <= set(row)
     assert row["rollax"]["runs"][0]["steps"] == 2048
     assert report["skipped"] == {}
+
+
+@pytest.mark.slow
+def test_scaling_benchmark_ends_with_json():
+    report = _report("scaling.py", "--agents dqn --repeats 1 --steps 2048")["results"]
+    assert set(report) == {
+        f"dqn/{row}"
+        for row in ("1 device, 1 shard", "1 device, 4 shards", "2 devices", "4 devices",
+                    "2 processes x 2 devices")
+    }  # fmt: skip
+    assert all(r["steps_per_s"] > 0 for r in report.values())

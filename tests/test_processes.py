@@ -120,3 +120,21 @@ def test_two_processes_train_stop_together_and_resume_bit_for_bit(tmp_path, env)
     assert [code for code, _ in results] == [0, 0], results[0][1][-2000:]
     for a, b in zip(final_params(whole), final_params(stopped), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_bad_cluster_settings_are_messages(env):
+    def run(*cluster: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "rollax", "train", "ppo", "--no-progress", *cluster],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    out = run("--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "2")
+    assert out.returncode == 2 and "--process-id must lie in [0, 2)" in out.stderr
+    out = run("--num-processes", "2", "--process-id", "1", "--coordinator", "localhost")
+    assert out.returncode == 2 and "--coordinator must be HOST:PORT" in out.stderr
+    # Nobody listens there: the process gives up after its timeout, with a message.
+    port = str(free_port())
+    out = run("--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", "1",
+              "--coordinator-timeout", "5")  # fmt: skip
+    assert out.returncode == 2 and "Could not join the run's 2 processes" in out.stderr

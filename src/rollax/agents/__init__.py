@@ -1,7 +1,14 @@
-"""The agents, each registered with the training layer under its name."""
+"""The agents, each registered with the training layer under its name.
+
+:class:`OffPolicyConfig` holds the fields every off-policy configuration (DQN's, SAC's)
+shares; :func:`with_defaults` gives a subclass its own defaults for them.
+"""
 
 from rollax.agents import dqn, ppo, sac
+from rollax.agents._offpolicy_config import OffPolicyConfig, with_defaults
 from rollax.training._registry import Algorithm, register
+
+__all__ = ["OffPolicyConfig", "dqn", "ppo", "sac", "with_defaults"]
 
 register(
     Algorithm(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import socket
+import time
 
 import jax
 import numpy as np
@@ -73,6 +75,10 @@ class Cluster:
         self.validate()
         if not self.distributed:
             return
+        if not self.from_environment and self.process_id != 0:
+            # XLA ends the process (no exception) when the coordinator is not there: look
+            # for it first, so that the answer is a message.
+            self._wait_for_coordinator()
         # Processes on CPU talk through gloo (the default is none: one process only).
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
         try:
@@ -93,6 +99,23 @@ class Cluster:
                 f"process with the same --coordinator (process 0's HOST:PORT, reachable from "
                 f"all) and --num-processes, each with its own --process-id."
             ) from e
+
+    def _wait_for_coordinator(self) -> None:
+        host, port = self.coordinator.rsplit(":", 1)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                with socket.create_connection((host, int(port)), timeout=5):
+                    return
+            except OSError as e:
+                if time.monotonic() >= deadline:
+                    raise ValueError(
+                        f"Could not join the run's {self.num_processes} processes: no "
+                        f"coordinator answered at {self.coordinator} within {self.timeout} s "
+                        f"({e}). Start process 0 with the same --coordinator (its own "
+                        f"HOST:PORT, reachable from every process)."
+                    ) from e
+                time.sleep(0.5)
 
 
 def agree_any(flag: bool) -> bool:

@@ -3,60 +3,37 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Literal
 
-from rollax.networks import Activation
-from rollax.training import ScaleConfig, check_budget
-from rollax.training._validate import (
-    check_activation,
-    check_fields,
-    check_replay,
-    check_widths,
-)
+from rollax.agents._offpolicy_config import OffPolicyConfig, with_defaults
+from rollax.training._validate import check_fields
 
 __all__ = ["PRESETS", "DQNConfig"]
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig(ScaleConfig):
+@with_defaults(
+    num_envs=10,
+    total_steps=100_000,
+    buffer_size=50_000,
+    learning_starts=5_000,
+    batch_size=100,
+    gradient_steps=5,
+    learning_rate=1e-3,
+    normalize_obs=False,
+)
+class DQNConfig(OffPolicyConfig):
     """Configuration of a DQN training run (double, dueling, n-step, prioritized options).
 
     The defaults are rejax's settings for CartPole-v1 (its configs/gymnax/cartpole.yaml).
-
-    Sizes and switches are static (changing them compiles again). The hyperparameters
-    (learning rate, discount, target smoothing, exploration, importance exponent) are only
-    defaults: the agent copies them into the training state, where they are data and may
-    differ per seed.
+    The fields every off-policy agent has are :class:`rollax.agents.OffPolicyConfig`'s; here, the
+    exploration schedule spans ``total_steps``.
     """
 
-    num_envs: int = 10
-    """Environments stepped in parallel per seed."""
-    total_steps: int = 100_000
-    """Environment steps (transitions) per seed that the exploration schedule spans; a
-    multiple of num_envs * train_every."""
-    buffer_size: int = 50_000
-    """Transitions per seed the replay buffer holds (a multiple of num_envs)."""
-    learning_starts: int = 5_000
-    """Transitions per seed stored before the first gradient step."""
-    batch_size: int = 100
-    """Transitions (n-step windows) per gradient step."""
-    train_every: int = 1
-    """Vectorized steps (num_envs transitions each) between learning phases."""
-    gradient_steps: int = 5
-    """Gradient steps in each learning phase."""
-    learning_rate: float = 1e-3
-    """Adam's learning rate."""
-    gamma: float = 0.99
-    """Discount factor."""
-    n_step: int = 1
-    """Transitions summed into each target before bootstrapping (1: one-step targets). Sums
-    stop at a termination and bootstrap a truncation from its true final observation."""
     double_q: bool = True
     """Double DQN: the online network picks the next action, the target network values it."""
     dueling: bool = True
     """Dueling head: separate state-value and advantage streams."""
-    tau: float = 0.02
-    """Weight of the online network in each target update (Polyak averaging; 1.0 copies)."""
     target_update_every: int = 5
     """Gradient steps between target updates (with tau=1.0: periodic hard copies). The
     default updates once per learning phase of gradient_steps=5, as rejax does."""
@@ -72,12 +49,6 @@ class DQNConfig(ScaleConfig):
     """Each gradient element is clipped to [-clip_grad_value, clip_grad_value] (0: off)."""
     max_grad_norm: float = 0.0
     """Gradients are rescaled to at most this global norm (0: off)."""
-    compact_replay: bool = False
-    """Store each observation once in the replay buffer (``next_obs`` read from the next
-    step, final observations at episode ends kept on the side): about half the memory for
-    image observations, the same samples while episodes average at least 64 steps (shorter
-    ones can push out the oldest episode ends, which are then not sampled; see
-    :class:`rollax.buffers.SequenceBuffer`)."""
     prioritized: bool = False
     """Prioritized replay: windows drawn in proportion to their TD error ** priority_exponent,
     with importance weights."""
@@ -85,51 +56,17 @@ class DQNConfig(ScaleConfig):
     """Prioritized replay's alpha."""
     importance_exponent: float = 0.4
     """Prioritized replay's beta: how much the importance weights correct the sampling."""
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """Widths of the Q-network's hidden layers."""
-    activation: Activation = "swish"
-    """Activation of the hidden layers."""
-    encoder_layer_norm: bool = False
-    """Dict observations: per-channel layer normalization in the CNN encoders."""
-    normalize_obs: bool = False
-    """Normalize observations with running statistics kept in the training state."""
-    checkpoint_buffer: bool = True
-    """Keep the replay buffer in checkpoints, so resuming is bit-identical. Off (for buffers
-    too large to save): checkpoints leave it out, and a resumed run refills it before
-    learning goes on; it is then not bit-identical to a run that never stopped."""
-
-    @property
-    def steps_per_iteration(self) -> int:
-        """Transitions per seed between learning phases: num_envs * train_every."""
-        return self.num_envs * self.train_every
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
-        check_fields(
-            self, "positive_int", "num_envs", "total_steps", "buffer_size", "batch_size",
-            "train_every", "gradient_steps", "n_step", "target_update_every",
-        )  # fmt: skip
-        check_fields(self, "non_negative_int", "learning_starts")
-        check_fields(self, "positive", "learning_rate", "exploration_fraction")
-        check_fields(self, "unit_interval", "gamma", "tau", "exploration_start",
-                     "exploration_end", "exploration_fraction", "importance_exponent")  # fmt: skip
+        self.validate_offpolicy()
+        check_fields(self, "positive_int", "target_update_every")
+        check_fields(self, "positive", "exploration_fraction")
+        check_fields(self, "unit_interval", "exploration_start", "exploration_end",
+                     "exploration_fraction", "importance_exponent")  # fmt: skip
         check_fields(self, "non_negative", "clip_grad_value", "max_grad_norm", "priority_exponent")
         if self.loss not in ("huber", "mse"):
             raise ValueError(f"DQNConfig.loss must be 'huber' or 'mse', got {self.loss!r}.")
-        check_activation(self)
-        check_widths(self)
-        check_budget(
-            self.total_steps,
-            self.steps_per_iteration,
-            "DQNConfig.total_steps",
-            "vectorized steps of num_envs * train_every",
-        )
-        check_replay(self)
-        self.validate_scale(("num_envs", "batch_size"))
-
-    def replace(self, **changes: Any) -> DQNConfig:
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)
 
 
 PRESETS: dict[str, DQNConfig] = {

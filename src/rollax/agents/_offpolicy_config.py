@@ -1,0 +1,125 @@
+"""The configuration every off-policy agent shares (DQN's and SAC's), each field documented.
+
+An off-policy configuration derives from :class:`OffPolicyConfig` and adds its own fields;
+where its defaults differ, :func:`with_defaults` sets them without declaring the fields
+again, so each field has one declaration and one docstring (the command line's ``--help``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from rollax.networks import Activation
+from rollax.training import ScaleConfig, check_budget
+from rollax.training._validate import check_activation, check_fields, check_replay, check_widths
+
+__all__ = ["OffPolicyConfig", "with_defaults"]
+
+C = TypeVar("C")
+
+
+@dataclasses.dataclass(frozen=True)
+class OffPolicyConfig(ScaleConfig):
+    """What every off-policy configuration has: environments, budget, replay, learning.
+
+    Sizes and switches are static (changing them compiles again). The hyperparameters are
+    only defaults: the agent copies them into the training state, where they are data and
+    may differ per seed.
+    """
+
+    num_envs: int = 1
+    """Environments stepped in parallel per seed."""
+    total_steps: int = 10_000
+    """Environment steps (transitions) per seed, which schedules span (DQN's exploration); a
+    multiple of num_envs * train_every."""
+    buffer_size: int = 10_000
+    """Transitions per seed the replay buffer holds (a multiple of num_envs)."""
+    learning_starts: int = 256
+    """Transitions per seed stored before the first gradient step (SAC acts uniformly in its
+    action box until then)."""
+    batch_size: int = 256
+    """Transitions (n-step windows) per gradient step."""
+    train_every: int = 1
+    """Vectorized steps (num_envs transitions each) between learning phases."""
+    gradient_steps: int = 1
+    """Gradient steps in each learning phase."""
+    learning_rate: float = 1e-2
+    """Adam's learning rate (SAC's for the actor, the critics and the temperature)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    n_step: int = 1
+    """Transitions summed into each target before bootstrapping (1: one-step targets). Sums
+    stop at a termination and bootstrap a truncation from its true final observation."""
+    tau: float = 0.02
+    """Weight of the online network in each target update (Polyak averaging; 1.0 copies)."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Widths of the hidden layers of each network."""
+    activation: Activation = "swish"
+    """Activation of the hidden layers."""
+    encoder_layer_norm: bool = False
+    """Dict observations: per-channel layer normalization in the CNN encoders."""
+    normalize_obs: bool = True
+    """Normalize observations with running statistics kept in the training state."""
+    compact_replay: bool = False
+    """Store each observation once in the replay buffer (``next_obs`` read from the next
+    step, final observations at episode ends kept on the side): about half the memory for
+    image observations, the same samples while episodes average at least 64 steps (shorter
+    ones can push out the oldest episode ends, which are then not sampled; see
+    :class:`rollax.buffers.SequenceBuffer`)."""
+    checkpoint_buffer: bool = True
+    """Keep the replay buffer in checkpoints, so resuming is bit-identical. Off (for buffers
+    too large to save): checkpoints leave it out, and a resumed run refills it before
+    learning goes on; it is then not bit-identical to a run that never stopped."""
+
+    @property
+    def steps_per_iteration(self) -> int:
+        """Transitions per seed between learning phases: num_envs * train_every."""
+        return self.num_envs * self.train_every
+
+    def validate_offpolicy(self) -> None:
+        """Check the shared fields; raise a ``ValueError`` naming the first bad one."""
+        check_fields(
+            self, "positive_int", "num_envs", "total_steps", "buffer_size", "batch_size",
+            "train_every", "gradient_steps", "n_step",
+        )  # fmt: skip
+        check_fields(self, "non_negative_int", "learning_starts")
+        check_fields(self, "positive", "learning_rate")
+        check_fields(self, "unit_interval", "gamma", "tau")
+        check_activation(self)
+        check_widths(self)
+        check_budget(
+            self.total_steps,
+            self.steps_per_iteration,
+            f"{type(self).__name__}.total_steps",
+            "vectorized steps of num_envs * train_every",
+        )
+        check_replay(self)
+        self.validate_scale(("num_envs", "batch_size"))
+
+    def replace(self: C, **changes: Any) -> C:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+
+def with_defaults(**defaults: Any) -> Callable[[type[C]], type[C]]:
+    """Give inherited fields other defaults in a subclass, before ``dataclasses.dataclass``.
+
+    The fields keep their place, type and docstring (the base class's); only the defaults
+    change.
+    """
+
+    def apply(cls: type[C]) -> type[C]:
+        inherited = {f.name: f for f in dataclasses.fields(cls.__mro__[1])}  # type: ignore[arg-type]
+        unknown = sorted(set(defaults) - set(inherited))
+        if unknown:
+            raise TypeError(f"with_defaults: {cls.__name__} inherits no field {unknown}.")
+        own = dict(inspect.get_annotations(cls))
+        cls.__annotations__ = {**{k: inherited[k].type for k in defaults}, **own}
+        for name, value in defaults.items():
+            setattr(cls, name, value)
+        return cls
+
+    return apply
