@@ -68,8 +68,9 @@ def worker(args: argparse.Namespace) -> None:
 
     config_type, make = {"ppo": (PPOConfig, make_ppo), "dqn": (DQNConfig, make_dqn)}[args.agent]
     steps = args.steps or STEPS[args.agent]
+    settings = {**CONFIGS[args.agent], **({"num_envs": args.num_envs} if args.num_envs else {})}
     config = config_type(
-        **CONFIGS[args.agent],
+        **settings,
         total_steps=steps * (args.repeats + 1),
         num_shards=args.shards,
         devices=args.devices,
@@ -97,11 +98,18 @@ def free_port() -> int:
 
 
 def measure(
-    agent: str, processes: int, devices: int, shards: int, repeats: int, steps: int | None
+    agent: str,
+    processes: int,
+    devices: int,
+    shards: int,
+    repeats: int,
+    steps: int | None,
+    num_envs: int | None,
 ) -> dict:
     base = [sys.executable, __file__, "--worker", agent, "--devices", str(devices)]
     base += ["--shards", str(shards), "--repeats", str(repeats)]
     base += ["--steps", str(steps)] if steps else []
+    base += ["--num-envs", str(num_envs)] if num_envs else []
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     if processes == 1:
         commands = [[*base, "--local-devices", "4"]]
@@ -133,6 +141,13 @@ def main() -> None:
         default=None,
         help="steps per timed call (default: 65,536 for PPO, 16,384 for DQN)",
     )
+    parser.add_argument(
+        "--num-envs",
+        type=int,
+        default=None,
+        help="environments per seed (default: 64 for "
+        "PPO, 16 for DQN): more work per gradient step between the devices' gradient means",
+    )
     parser.add_argument("--worker", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--local-devices", type=int, default=4, help=argparse.SUPPRESS)
@@ -150,7 +165,7 @@ def main() -> None:
         print(f"{agent}: {args.steps or STEPS[agent]} steps per call, median of {args.repeats}")
         base = None
         for label, processes, devices, shards in ROWS:
-            r = measure(agent, processes, devices, shards, args.repeats, args.steps)
+            r = measure(agent, processes, devices, shards, args.repeats, args.steps, args.num_envs)
             base = base or r["steps_per_s"]
             r["cost_vs_single_device"] = base / r["steps_per_s"]
             results[f"{agent}/{label}"] = r
@@ -159,7 +174,8 @@ def main() -> None:
                 f"{r['compile_s']:5.1f} s  time x{r['cost_vs_single_device']:.2f}",
                 flush=True,
             )
-    print(json.dumps({"benchmark": "scaling", "repeats": args.repeats, "results": results}))
+    figures = {"benchmark": "scaling", "repeats": args.repeats, "num_envs": args.num_envs}
+    print(json.dumps({**figures, "results": results}))
 
 
 if __name__ == "__main__":

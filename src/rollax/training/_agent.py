@@ -363,17 +363,21 @@ def build_agent(
         state, tags = with_view(state)
         names = ("episodes", "return_sum", "learned", *metric_names)
 
-        def local_run(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
-            mapped_iteration = layout.map_local(iteration, (tags,), (tags, SHARD))
-            local = (layout.local_seeds, layout.local_shards)
+        def shard_run(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
+            """One shard's loop, mapped whole rather than iteration by iteration.
+
+            A single seed and shard then lose their batch axis once, outside the loop: a
+            reshape at every iteration made XLA copy the replay buffer each time (DQN on
+            CartPole ran 30% slower).
+            """
             totals = {
-                k: jnp.zeros(local, jnp.int32 if k == "episodes" else jnp.float32) for k in names
+                k: jnp.zeros((), jnp.int32 if k == "episodes" else jnp.float32) for k in names
             }
 
             def body(_: jax.Array, carry: tuple) -> tuple:
                 state, totals = carry
-                state, metrics = mapped_iteration(state)
-                learned = metrics.get("learned", jnp.ones(local, bool)).astype(jnp.float32)
+                state, metrics = iteration(state)
+                learned = jnp.asarray(metrics.get("learned", True)).astype(jnp.float32)
                 added = {
                     "episodes": metrics["episodes"],
                     "return_sum": metrics["return_sum"],
@@ -384,9 +388,7 @@ def build_agent(
 
             return jax.lax.fori_loop(0, num_iterations, body, (state, totals))
 
-        state, totals = layout.on_devices(local_run, (tags, SHARED), (tags, SHARD))(
-            state, num_iterations
-        )
+        state, totals = layout.map(shard_run, (tags, SHARED), (tags, SHARD))(state, num_iterations)
         # Metrics are reduced over shards once per run: sums of episodes, means of the rest.
         episodes = totals["episodes"].sum(axis=1)
         return_sum = totals["return_sum"].sum(axis=1)
