@@ -169,7 +169,7 @@ class Dict:
     """Named sub-spaces; a value is a dict with the same keys.
 
     Pixel environments observe ``{"pixels/<camera>": uint8 (H, W, C), "state": float32
-    (n,)}`` (DESIGN.md 6).
+    (n,)}`` (docs/design.md §6).
 
     Attributes:
         spaces: The sub-spaces by name, kept in sorted key order (as JAX orders dict
@@ -225,7 +225,7 @@ Space = Discrete | Box | Dict
 
 
 def is_image_key(key: str) -> bool:
-    """Whether an observation key names an image (``"pixels/..."``, DESIGN.md 6)."""
+    """Whether an observation key names an image (``"pixels/..."``, docs/design.md §6)."""
     return key.startswith("pixels/")
 
 

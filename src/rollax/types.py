@@ -19,7 +19,7 @@ PyTree = Any
 
 @pytree_dataclass
 class TimeStep:
-    """What one environment step returns (DESIGN.md section 1).
+    """What one environment step returns (docs/design.md §1).
 
     Shapes are given for one environment; a batched environment adds a leading
     ``(num_envs,)`` axis to every field.

@@ -10,7 +10,7 @@ environment, and gymnax's params live inside :class:`GymnaxParams` (data, not re
 Observations are float32, except image observations: a 3-D observation with values in
 ``[0, 1]`` (MinAtar's ``10 x 10 x C`` boolean channels) becomes the dict
 ``{"pixels/board": uint8 (H, W, C)}`` with 0 and 255, an image that rollax's vision network,
-frame stacking and pixel augmentation take as they take rendered cameras (DESIGN.md 6).
+frame stacking and pixel augmentation take as they take rendered cameras (docs/design.md §6).
 ``pixels=False`` keeps the float32 array instead.
 """
 

@@ -3,7 +3,7 @@
 SB3's ``VecEnv`` contract is same-step autoreset: where an episode ends, ``obs`` is already
 the next episode's first observation and ``infos[i]["terminal_observation"]`` holds the true
 final one, with ``infos[i]["TimeLimit.truncated"]`` telling a time limit from a terminal state.
-That is rollax's own semantics (DESIGN.md 1), so :class:`RollaxVecEnv` steps the whole batch
+That is rollax's own semantics (docs/design.md §1), so :class:`RollaxVecEnv` steps the whole batch
 in one compiled call and hands SB3 exactly what its ``DummyVecEnv`` over the same
 environments would (tested step for step on Gymnasium's CartPole), plus Monitor's
 ``infos[i]["episode"]`` statistics.
@@ -58,7 +58,7 @@ class RollaxVecEnv(SB3VecEnv):
     Arrays handed out are the caller's to keep and write (SB3 turns observations into
     tensors and adds bootstrapped values into ``rewards`` in place).
 
-    The environment parameters are data (DESIGN.md 3): assigning :attr:`params`,
+    The environment parameters are data (docs/design.md §3): assigning :attr:`params`,
     ``set_attr("params", ...)`` or ``set_attr(field, ...)`` (e.g. ``"gravity"``, for some
     environments through ``indices``) changes them for the next step without recompiling.
 

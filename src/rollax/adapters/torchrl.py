@@ -7,7 +7,7 @@ rollax runs with autoreset disabled and TorchRL resets), ``done``/``terminated``
 are kept apart, and a partial reset through ``"_reset"`` resets only the masked environments,
 each with fresh randomness.
 
-A vector observation is the ``"observation"`` entry. Dict observations (DESIGN.md 6) become
+A vector observation is the ``"observation"`` entry. Dict observations (docs/design.md §6) become
 one entry per key, a ``"/"`` in a key nesting it: ``{"pixels/fixed": uint8 (H, W, 3),
 "state": ...}`` is ``("pixels", "fixed")`` (uint8) and ``"state"``.
 """

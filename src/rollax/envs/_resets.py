@@ -1,4 +1,4 @@
-"""Reset strategies: how a batch computes fresh initial states (DESIGN.md 2).
+"""Reset strategies: how a batch computes fresh initial states (docs/design.md §2).
 
 A strategy decides how the environments of a batch that need a reset get one.
 

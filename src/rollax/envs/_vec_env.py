@@ -66,11 +66,11 @@ class VecEnv:
     """An environment as users step it: pure ``reset`` and ``step`` with rollax's contracts.
 
     * Every step is a real transition with ``terminated`` kept apart from ``truncated`` and
-      the true ``final_obs`` (DESIGN.md 1).
+      the true ``final_obs`` (docs/design.md §1).
     * Every reset draws a fresh initial state with a key used nowhere else, independently for
-      every environment of a batch (DESIGN.md 2).
+      every environment of a batch (docs/design.md §2).
     * ``params`` is data: changing it does not recompile, and any field may carry one value
-      per environment (DESIGN.md 3).
+      per environment (docs/design.md §3).
 
     ``reset`` and ``step`` are not jitted themselves, so they compose into the caller's
     ``jit``/``scan``/``vmap``. Inputs are checked when they enter (shape and dtype at trace

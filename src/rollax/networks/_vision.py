@@ -1,6 +1,6 @@
 """A vision actor-critic: one CNN encoder per camera, vectors joined after the encoders.
 
-Observations are dicts (DESIGN.md 6): ``"pixels/<camera>"`` uint8 ``(H, W, C)`` images and
+Observations are dicts (docs/design.md §6): ``"pixels/<camera>"`` uint8 ``(H, W, C)`` images and
 float vectors such as ``"state"``. Images are scaled to ``[0, 1]`` inside the network.
 Actor and critic may read different keys (an asymmetric actor-critic: the critic alone may
 see a ``"privileged_state"``); an image both read is encoded once, by one encoder.

@@ -1,6 +1,6 @@
 """Running mean and variance of observations, as part of a training state.
 
-For dict observations (DESIGN.md 6) the vector entries are normalized and the images left as
+For dict observations (docs/design.md §6) the vector entries are normalized and the images left as
 they are (networks scale them to ``[0, 1]``): :func:`observation_stats`,
 :func:`normalize_observation` and :func:`update_observation_stats` work on either kind.
 """

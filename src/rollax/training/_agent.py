@@ -1,23 +1,27 @@
 """The interface every agent implements, and the driver that turns it into ``init``/``run``.
 
-An algorithm provides a few pure pieces (DESIGN.md 5):
+An algorithm provides a few pure pieces, written for one seed on one shard of its
+environments (docs/design.md §5):
 
-- ``init(key, env_params=None) -> state``: the whole training state. Every agent's state
-  has ``params`` (what the NaN guard checks), ``env_params``, ``env_steps`` and
+- ``init(key, start) -> state``: the shard's whole training state from the seed's key and
+  the shard's :class:`ShardStart` (its environments, key chain and params). Every agent's
+  state has ``params`` (what the NaN guard checks), ``env_params``, ``env_steps`` and
   ``updates`` (int32 ``()`` counters).
-- ``iteration(state) -> (state, metrics)``: one step of its loop, advancing every seed by
+- ``iteration(state) -> (state, metrics)``: one step of its loop, advancing the seed by
   ``steps_per_iteration`` environment steps (PPO: a rollout and its update; an off-policy
-  agent: one vectorized step and its gradient steps).
-- a :class:`Policy` that acts for evaluation and video, threading a recurrent carry.
-- ``metric_names``: the per-seed means its iterations report, beyond the episode counts.
+  agent: one vectorized step and its gradient steps); its gradient steps go through
+  :class:`~rollax.training.GradientStep`, which averages over the seed's shards.
+- the state's layout: which parts are per seed, per shard or shared.
+- a one-seed :class:`Policy` that acts for evaluation and video, threading a recurrent carry.
+- ``metric_names``: the means its iterations report, beyond the episode counts.
 - ``with_budget(state, total_steps)``: what a new budget changes on resume (PPO stretches its
   learning-rate schedule, DQN its exploration schedule).
 
-:func:`build_agent` turns them into an :class:`Agent`: ``run(state, num_steps)`` runs exactly
-``num_steps`` environment steps per seed in one compiled loop whose length is data (no
-second compile), averages the metrics, and flags seeds whose parameters or losses are no
-longer finite; ``evaluate`` plays whole episodes with the shared evaluator; ``warmup``
-compiles everything side by side.
+:func:`build_agent` maps them over seeds and shards and places them on devices, and turns them
+into an :class:`Agent`: ``run(state, num_steps)`` runs exactly ``num_steps`` environment steps
+per seed in one compiled loop whose length is data (no second compile), reduces the metrics
+once, and flags seeds whose parameters or losses are no longer finite; ``evaluate`` plays
+whole episodes with the shared evaluator; ``warmup`` compiles everything side by side.
 """
 
 from __future__ import annotations
