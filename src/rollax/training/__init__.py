@@ -39,6 +39,7 @@ from rollax.training._layout import (
     SHARED,
     Layout,
     make_layout,
+    map_axis,
     map_seeds,
     resolve_devices,
 )
@@ -105,6 +106,7 @@ __all__ = [
     "load_run",
     "make_evaluator",
     "make_layout",
+    "map_axis",
     "map_seeds",
     "params_for_batch",
     "plot_curve",
