@@ -29,6 +29,9 @@ _BUILTIN = {
     "Pendulum-v1": "rollax.envs.classic.pendulum:Pendulum",
     "Maze-v0": "rollax.envs.maze:Maze",
     "PixelCartPole-v1": "rollax.envs.pixel_cartpole:PixelCartPole",
+    "StatelessCartPole-v1": "rollax.envs.memory:StatelessCartPole",
+    "RepeatPrevious-v0": "rollax.envs.memory:RepeatPrevious",
+    "CountRecall-v0": "rollax.envs.memory:CountRecall",
 }
 for _env_id, _entry_point in _BUILTIN.items():
     register(_env_id, _entry_point)

@@ -1,4 +1,4 @@
-"""Neural networks: MLP and CNN torsos, actor-critic heads, Q-networks (Flax linen)."""
+"""Neural networks (Flax linen): MLP and CNN torsos, actor-critic heads, recurrent cells, Q-nets."""
 
 from rollax.networks._actor_critic import (
     ACTIVATIONS,
@@ -11,6 +11,13 @@ from rollax.networks._actor_critic import (
 from rollax.networks._distributions import Categorical, DiagGaussian, TanhGaussian
 from rollax.networks._init import orthogonal
 from rollax.networks._q import DoubleQ, QNetwork, SquashedGaussianActor
+from rollax.networks._recurrent import (
+    CELLS,
+    Cell,
+    RecurrentActorCritic,
+    initial_carry,
+    reset_carry,
+)
 from rollax.networks._vision import (
     CNNEncoder,
     Conv,
@@ -23,6 +30,11 @@ from rollax.spaces import is_image_key
 
 __all__ = [
     "ACTIVATIONS",
+    "CELLS",
+    "Cell",
+    "RecurrentActorCritic",
+    "initial_carry",
+    "reset_carry",
     "MLP",
     "ActorCritic",
     "Activation",

@@ -1,9 +1,24 @@
-"""Proximal policy optimization: a configuration, presets, a pure loss and an agent."""
+"""Proximal policy optimization, feed-forward or recurrent.
+
+A configuration, presets, a pure loss, minibatches and their replay, and an agent.
+"""
 
 from rollax.agents.ppo.agent import LAYOUT, PPO, PPOHyperParams, PPOState, Rollout, make_ppo
 from rollax.agents.ppo.config import PRESETS, PPOConfig
 from rollax.agents.ppo.losses import PPOLossTerms, ppo_loss
-from rollax.agents.ppo.network import PolicyNetwork, feedforward_network
+from rollax.agents.ppo.minibatches import (
+    Sequences,
+    replay,
+    rollout_sequences,
+    shuffled_samples,
+    shuffled_sequences,
+)
+from rollax.agents.ppo.network import (
+    PolicyNetwork,
+    feedforward_network,
+    network_for,
+    recurrent_network,
+)
 
 __all__ = [
     "LAYOUT",
@@ -15,7 +30,14 @@ __all__ = [
     "PPOState",
     "PolicyNetwork",
     "Rollout",
+    "Sequences",
     "feedforward_network",
     "make_ppo",
+    "network_for",
     "ppo_loss",
+    "recurrent_network",
+    "replay",
+    "rollout_sequences",
+    "shuffled_samples",
+    "shuffled_sequences",
 ]

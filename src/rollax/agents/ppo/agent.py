@@ -23,10 +23,16 @@ import jax.numpy as jnp
 from rollax._struct import pytree_dataclass
 from rollax.agents.ppo.config import PPOConfig
 from rollax.agents.ppo.losses import ppo_loss
-from rollax.agents.ppo.network import PolicyNetwork, feedforward_network
+from rollax.agents.ppo.minibatches import (
+    Sequences,
+    replay,
+    rollout_sequences,
+    shuffled_samples,
+    shuffled_sequences,
+)
+from rollax.agents.ppo.network import PolicyNetwork, network_for
 from rollax.envs import EnvParams, EnvState, VecEnv
 from rollax.envs._resets import at_most_once
-from rollax.networks import ActorCritic, VisionActorCritic, action_head
 from rollax.ops import (
     gae,
     normalize_observation,
@@ -34,7 +40,7 @@ from rollax.ops import (
     random_shift,
     update_observation_stats,
 )
-from rollax.spaces import is_image_key, observation_spec
+from rollax.spaces import is_image_key
 from rollax.training import (
     ENV_PARAMS,
     SEED,
@@ -160,10 +166,14 @@ class Rollout(NamedTuple):
 
     ``next_value`` is the value of the transition's true successor: the value of the next
     observation while the episode goes on, the value of ``final_obs`` where it ended (used
-    only if truncated; terminated transitions do not bootstrap).
+    only if truncated; terminated transitions do not bootstrap), computed with the carry of
+    the episode that ended. ``first`` is the pre-step flag the network saw with ``obs``
+    (the observation opens an episode), and ``carry`` the network's carry before the step
+    (``()`` for a feed-forward network): the recurrent loss replays its sequences from them.
     """
 
     obs: jax.Array
+    first: jax.Array
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
@@ -172,49 +182,16 @@ class Rollout(NamedTuple):
     truncated: jax.Array
     next_value: jax.Array
     episode_return: jax.Array
+    carry: Any = ()
 
 
-def _network_for(config: PPOConfig, env: VecEnv) -> tuple[Any, Any]:
-    """The actor-critic for ``env``'s spaces, and one observation's shape and dtype.
-
-    Vector observations get :class:`ActorCritic`; dict observations (``"pixels/<camera>"``
-    images and vectors) get :class:`VisionActorCritic` reading ``config.actor_keys`` and
-    ``config.critic_keys``.
-    """
-    space, actions = env.observation_space, env.action_space
-    spec = observation_spec(space, "make_ppo: PPO")
-    if not isinstance(spec, dict):
-        if config.actor_keys or config.critic_keys:
-            raise ValueError(
-                f"make_ppo: actor_keys and critic_keys select entries of dict observations; "
-                f"{env.env_id} observes a vector {space!r}. Leave them empty."
-            )
-        return ActorCritic.for_space(actions, config.hidden_sizes, config.activation), spec
-    actor_keys = config.actor_keys or tuple(k for k in spec if k != "privileged_state")
-    critic_keys = config.critic_keys or tuple(spec)
-    for name, keys in (("actor_keys", actor_keys), ("critic_keys", critic_keys)):
-        unknown = sorted(set(keys) - set(spec))
-        if unknown or not keys:
-            raise ValueError(
-                f"make_ppo: PPOConfig.{name} names {unknown or 'no keys'}; {env.env_id} "
-                f"observes {sorted(spec)}."
-            )
-    action_dim, discrete = action_head(actions)
-    network = VisionActorCritic(
-        action_dim=action_dim,
-        discrete=discrete,
-        actor_keys=tuple(actor_keys),
-        critic_keys=tuple(critic_keys),
-        image_shapes={k: s.shape for k, s in spec.items() if is_image_key(k)},
-        hidden_sizes=tuple(config.hidden_sizes),
-        activation=config.activation,
-        layer_norm=config.encoder_layer_norm,
-        encoder=config.image_encoder,
-    )
-    return network, spec
-
-
-def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
+def make_ppo(
+    config: PPOConfig,
+    env: VecEnv | str,
+    *,
+    network: PolicyNetwork | None = None,
+    **make_options: Any,
+) -> PPO:
     """Build PPO for an environment.
 
     Args:
@@ -222,6 +199,9 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         env: A registered id (built with ``num_envs // num_shards`` environments and the
             config's ``frame_stack`` and ``action_repeat``) or a ``VecEnv`` of one shard's
             environments: exactly ``num_envs // num_shards``, wrapped as it should be.
+        network: A :class:`PolicyNetwork` of your own instead of the one the configuration
+            describes. A network whose carry has leaves is recurrent: the loss replays
+            sequences (``chunk_length``, ``burn_in``).
         **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
 
     Raises:
@@ -238,8 +218,11 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         action_repeat=config.action_repeat,
         **make_options,
     )
-    module, obs_spec = _network_for(config, env)
-    network = feedforward_network(module)
+    built, obs_spec = network_for(config, env)
+    network = network or built
+    recurrent = bool(jax.tree.leaves(jax.eval_shape(lambda: network.initial_carry(1))))
+    chunk = config.chunk_length or config.num_steps
+    burn_in = config.burn_in
     image_keys = tuple(
         k for k in (obs_spec if isinstance(obs_spec, dict) else {}) if is_image_key(k)
     )
@@ -296,6 +279,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             env_state, obs, first, net_carry, key = carry
             key, action_key = jax.random.split(key)
             seen = observe(state.obs_stats, obs)
+            carry_before = net_carry
             net_carry, dist, value = network.apply(state.params, seen, net_carry, first)
             action, log_prob = dist.sample_and_log_prob(seed=action_key)
             env_state, ts = env.step(
@@ -303,16 +287,21 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             )
             # Values of final observations, needed only where an episode ended (elsewhere
             # the next step's value is the successor's), with the carry of the episode that
-            # ended: computed only on steps where one did.
+            # ended (the final observation continues it: no reset): computed only on steps
+            # where one did.
             final_value = at_most_once(
                 ts.done.any(),
                 lambda _: network.apply(
-                    state.params, observe(state.obs_stats, ts.final_obs), net_carry, first
+                    state.params,
+                    observe(state.obs_stats, ts.final_obs),
+                    net_carry,
+                    jnp.zeros_like(first),
                 )[2],
                 jnp.zeros(n, jnp.float32),
             )
             record = Rollout(
                 obs=obs,
+                first=first,
                 action=action,
                 log_prob=log_prob,
                 value=value,
@@ -321,6 +310,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
                 truncated=ts.truncated,
                 next_value=final_value,
                 episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
+                carry=carry_before if recurrent else (),
             )
             return (env_state, ts.obs, ts.done, net_carry, key), record
 
@@ -337,12 +327,13 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
     # ------------------------------------------------------------------ update
 
     def loss_fn(
-        params: Any, hp: PPOHyperParams, stats: Any, batch: tuple, key: PRNGKey | None
+        params: Any, hp: PPOHyperParams, stats: Any, mb: Sequences, key: PRNGKey | None
     ) -> tuple:
-        obs, first, action, old_log_prob, old_value, advantage, target = batch
-        if key is not None:  # augment_pixels: DrQ's random shift of every image
-            obs = random_shift(key, obs, config.shift_pad)
-        _, dist, value = network.apply(params, observe(stats, obs), (), first)
+        _, _, action, old_log_prob, old_value, advantage, target = mb.steps
+        shift = None  # augment_pixels: DrQ's random shift of every image
+        if key is not None:
+            shift = lambda obs: random_shift(key, obs, config.shift_pad)  # noqa: E731
+        dist, value = replay(network, params, mb, lambda obs: observe(stats, obs), shift)
         return ppo_loss(
             dist.log_prob(action),
             old_log_prob,
@@ -358,7 +349,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             normalize_advantages=config.normalize_advantages,
         )
 
-    def update(state: PPOState, data: Rollout, firsts: jax.Array, key: PRNGKey) -> tuple:
+    def update(state: PPOState, data: Rollout, key: PRNGKey) -> tuple:
         """The seed's PPO update from this shard's rollout (leaves ``(T, E, ...)``)."""
         hp = state.hparams
         advantage, target = gae(
@@ -370,8 +361,15 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
             hp.gamma,
             hp.gae_lambda,
         )
-        batch = (data.obs, firsts, data.action, data.log_prob, data.value, advantage, target)
-        batch = jax.tree.map(lambda x: x.reshape(shard_batch, *x.shape[2:]), batch)
+        steps = (data.obs, data.first, data.action, data.log_prob, data.value, advantage, target)
+        if recurrent:  # sequences of chunk steps from their stored carries
+            sequences = rollout_sequences(steps, data.obs, data.carry, data.first, chunk, burn_in)
+            cut = lambda key: shuffled_sequences(key, sequences, config.num_minibatches)  # noqa: E731
+        else:
+            batch = jax.tree.map(lambda x: x.reshape(shard_batch, *x.shape[2:]), steps)
+            cut = lambda key: Sequences(  # noqa: E731
+                shuffled_samples(key, batch, config.num_minibatches), carry=()
+            )
         frac = jnp.where(
             hp.anneal_updates > 0,
             jnp.clip(1.0 - state.updates.astype(jnp.float32) / hp.anneal_updates, 0.0, 1.0),
@@ -385,10 +383,7 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
                 aug_keys = jax.random.split(aug_key, config.num_minibatches)
             else:
                 aug_keys = None
-            order = jax.random.permutation(key, shard_batch)
-            minibatches = jax.tree.map(
-                lambda x: x[order].reshape(config.num_minibatches, -1, *x.shape[1:]), batch
-            )
+            minibatches = cut(key)
 
             def minibatch(carry: tuple, xs: tuple) -> tuple:
                 params, opt_state = carry
@@ -405,14 +400,9 @@ def make_ppo(config: PPOConfig, env: VecEnv | str, **make_options: Any) -> PPO:
         return params, opt_state, jax.tree.map(jnp.mean, aux)
 
     def iteration(state: PPOState) -> tuple[PPOState, dict[str, jax.Array]]:
-        first = state.first
         state, data = rollout(state)
-        # The pre-step flags of every rollout step: the first observation's, then each
-        # step's done.
-        done = data.terminated | data.truncated
-        firsts = jnp.concatenate([first[None], done[:-1]])
         key, update_key = jax.random.split(state.key)
-        params, opt_state, (pl, vl, ent, kl) = update(state, data, firsts, update_key)
+        params, opt_state, (pl, vl, ent, kl) = update(state, data, update_key)
         stats = state.obs_stats
         if config.normalize_obs:
             stats = update_observation_stats(stats, data.obs, layout.shard_mean, layout.num_shards)

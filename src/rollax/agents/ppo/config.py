@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from rollax.networks import Activation
+from rollax.networks import CELLS, Activation
 from rollax.training import ScaleConfig, check_budget
 from rollax.training._validate import check_activation, check_fields, check_widths
 
@@ -85,11 +85,34 @@ class PPOConfig(ScaleConfig):
     action_repeat: int = 1
     """Repeat each action this many dynamics steps, rendering once (rollax.make's option;
     applied when the trainer builds the environment from its id). 1: off."""
+    recurrent: Literal["none", "gru", "lstm"] = "none"
+    """A recurrent cell between the encoder (an MLP of hidden_sizes, after the image
+    encoders for dict observations) and the actor and critic heads: gru or lstm. Its carry
+    resets at every episode start. none: a feed-forward actor-critic."""
+    cell_size: int = 128
+    """Recurrent: features of the cell's state."""
+    chunk_length: int = 0
+    """Recurrent: the loss replays contiguous chunks of this many steps of one environment,
+    each from the carry stored at its start (divides num_steps). 0: whole rollouts of
+    num_steps."""
+    burn_in: int = 0
+    """Recurrent: steps before each chunk replayed without gradient to refresh its start
+    carry under the current parameters (0: none; a chunk at the rollout's start uses the
+    stored carry)."""
 
     @property
     def batch_size(self) -> int:
         """Transitions per rollout per seed: num_envs * num_steps."""
         return self.num_envs * self.num_steps
+
+    @property
+    def sequences_per_shard(self) -> int:
+        """Recurrent: sequences a shard's rollout is cut into for the loss."""
+        return (
+            self.num_envs
+            // self.num_shards
+            * (self.num_steps // (self.chunk_length or self.num_steps))
+        )
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
@@ -101,8 +124,9 @@ class PPOConfig(ScaleConfig):
         check_fields(self, "positive", "learning_rate", "max_grad_norm", "clip_eps", "reward_scale")
         check_fields(self, "non_negative", "ent_coef", "vf_coef")
         check_fields(self, "unit_interval", "gamma", "gae_lambda")
+        self._validate_recurrent()
         shard_batch = self.batch_size // self.num_shards
-        if shard_batch % self.num_minibatches:
+        if self.recurrent == "none" and shard_batch % self.num_minibatches:
             divisors = [d for d in range(1, min(shard_batch, 64) + 1) if shard_batch % d == 0]
             per_shard = " per shard" if self.num_shards > 1 else ""
             raise ValueError(
@@ -128,6 +152,36 @@ class PPOConfig(ScaleConfig):
             if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):
                 raise ValueError(f"PPOConfig.{name} must be a tuple of str, got {keys!r}.")
         check_widths(self)
+
+    def _validate_recurrent(self) -> None:
+        if self.recurrent not in ("none", *CELLS):
+            raise ValueError(
+                f"PPOConfig.recurrent must be 'none', 'gru' or 'lstm', got {self.recurrent!r}."
+            )
+        check_fields(self, "positive_int", "cell_size")
+        check_fields(self, "non_negative_int", "chunk_length", "burn_in")
+        if self.recurrent == "none":
+            return
+        if self.chunk_length and self.num_steps % self.chunk_length:
+            divisors = [d for d in range(1, self.num_steps + 1) if self.num_steps % d == 0]
+            raise ValueError(
+                f"PPOConfig.chunk_length={self.chunk_length} must divide num_steps="
+                f"{self.num_steps} (or be 0 for whole rollouts); valid values include "
+                f"{divisors[-8:]}."
+            )
+        if self.burn_in >= self.num_steps:
+            raise ValueError(
+                f"PPOConfig.burn_in={self.burn_in} must be below num_steps={self.num_steps}."
+            )
+        sequences = self.sequences_per_shard
+        if sequences % self.num_minibatches:
+            divisors = [d for d in range(1, sequences + 1) if sequences % d == 0]
+            raise ValueError(
+                f"PPOConfig.num_minibatches={self.num_minibatches} must divide the sequences "
+                f"of a shard's rollout, num_envs / num_shards * num_steps / chunk_length = "
+                f"{sequences} (the recurrent loss replays whole sequences); valid values "
+                f"include {divisors[:8]}."
+            )
 
     def replace(self, **changes: Any) -> PPOConfig:
         """A copy with some fields changed."""

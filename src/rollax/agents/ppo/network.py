@@ -12,11 +12,22 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
-from rollax.networks import action_distribution
+from rollax.agents.ppo.config import PPOConfig
+from rollax.envs import VecEnv
+from rollax.networks import (
+    ActorCritic,
+    RecurrentActorCritic,
+    VisionActorCritic,
+    action_distribution,
+    action_head,
+    initial_carry,
+)
+from rollax.spaces import is_image_key, observation_spec
 from rollax.types import PRNGKey
 
-__all__ = ["PolicyNetwork", "feedforward_network"]
+__all__ = ["PolicyNetwork", "feedforward_network", "network_for", "recurrent_network"]
 
 
 class PolicyNetwork(NamedTuple):
@@ -58,3 +69,104 @@ def feedforward_network(module: Any) -> PolicyNetwork:
         apply=apply,
         discrete=module.discrete,
     )
+
+
+def recurrent_network(module: RecurrentActorCritic) -> PolicyNetwork:
+    """A :class:`~rollax.networks.RecurrentActorCritic` as a :class:`PolicyNetwork`.
+
+    ``apply`` encodes every observation at once and runs the cell step by step: one step for
+    observations ``(B, ...)`` with ``first`` ``(B,)`` (acting), or a scan over sequences
+    ``(T, B, ...)`` with ``first`` ``(T, B)`` (the loss's replay). Before each step the
+    carry is reset to its initial value where ``first`` is set, so the observation that
+    opens an episode always meets a fresh carry, in the rollout and in the replay alike.
+    """
+
+    def fresh(batch: int) -> Any:
+        return initial_carry(module.cell, module.cell_size, batch)
+
+    def init(key: PRNGKey, obs: Any) -> Any:
+        batched = jax.tree.map(lambda x: x[None], obs)
+        return module.init(key, fresh(1), batched, jnp.ones(1, jnp.bool_))
+
+    def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, Any, jax.Array]:
+        features = module.apply(params, obs, method="encode")
+        if first.ndim == 1:
+            carry, y = module.apply(params, carry, features, first, method="step")
+        else:
+
+            def step(c: Any, xs: tuple) -> tuple:
+                return module.apply(params, c, *xs, method="step")
+
+            carry, y = jax.lax.scan(step, carry, (features, first))
+        out, log_std, value = module.apply(params, y, method="outputs")
+        return carry, action_distribution(out, log_std, module.discrete), value
+
+    return PolicyNetwork(init=init, initial_carry=fresh, apply=apply, discrete=module.discrete)
+
+
+def network_for(config: PPOConfig, env: VecEnv) -> tuple[PolicyNetwork, Any]:
+    """The actor-critic for ``env``'s spaces, and one observation's shape and dtype.
+
+    With ``config.recurrent``, a :class:`RecurrentActorCritic` (its encoder reads every
+    observation entry). Otherwise vector observations get :class:`ActorCritic`, and dict
+    observations (``"pixels/<camera>"`` images and vectors) get :class:`VisionActorCritic`
+    reading ``config.actor_keys`` and ``config.critic_keys``.
+    """
+    space, actions = env.observation_space, env.action_space
+    spec = observation_spec(space, "make_ppo: PPO")
+    if config.recurrent != "none":
+        if config.actor_keys or config.critic_keys:
+            raise ValueError(
+                f"make_ppo: actor_keys and critic_keys need separate actor and critic "
+                f"encoders; the recurrent network (recurrent={config.recurrent!r}) shares one "
+                f"encoder and cell. Leave them empty."
+            )
+        action_dim, discrete = action_head(actions)
+        images = (
+            {k: s.shape for k, s in spec.items() if is_image_key(k)}
+            if isinstance(spec, dict)
+            else None
+        )
+        module = RecurrentActorCritic(
+            action_dim=action_dim,
+            discrete=discrete,
+            cell=config.recurrent,
+            cell_size=config.cell_size,
+            hidden_sizes=tuple(config.hidden_sizes),
+            head_size=config.hidden_sizes[-1],
+            activation=config.activation,
+            image_shapes=images,
+            layer_norm=config.encoder_layer_norm,
+            encoder=config.image_encoder,
+        )
+        return recurrent_network(module), spec
+    if not isinstance(spec, dict):
+        if config.actor_keys or config.critic_keys:
+            raise ValueError(
+                f"make_ppo: actor_keys and critic_keys select entries of dict observations; "
+                f"{env.env_id} observes a vector {space!r}. Leave them empty."
+            )
+        module = ActorCritic.for_space(actions, config.hidden_sizes, config.activation)
+        return feedforward_network(module), spec
+    actor_keys = config.actor_keys or tuple(k for k in spec if k != "privileged_state")
+    critic_keys = config.critic_keys or tuple(spec)
+    for name, keys in (("actor_keys", actor_keys), ("critic_keys", critic_keys)):
+        unknown = sorted(set(keys) - set(spec))
+        if unknown or not keys:
+            raise ValueError(
+                f"make_ppo: PPOConfig.{name} names {unknown or 'no keys'}; {env.env_id} "
+                f"observes {sorted(spec)}."
+            )
+    action_dim, discrete = action_head(actions)
+    network = VisionActorCritic(
+        action_dim=action_dim,
+        discrete=discrete,
+        actor_keys=tuple(actor_keys),
+        critic_keys=tuple(critic_keys),
+        image_shapes={k: s.shape for k, s in spec.items() if is_image_key(k)},
+        hidden_sizes=tuple(config.hidden_sizes),
+        activation=config.activation,
+        layer_norm=config.encoder_layer_norm,
+        encoder=config.image_encoder,
+    )
+    return feedforward_network(network), spec

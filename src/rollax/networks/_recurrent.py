@@ -1,0 +1,150 @@
+"""A recurrent actor-critic: an encoder, a GRU or LSTM cell, and actor and critic heads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from rollax.networks._actor_critic import MLP, heads
+from rollax.networks._vision import image_encoders, join_features
+
+__all__ = ["CELLS", "Cell", "RecurrentActorCritic", "initial_carry", "reset_carry"]
+
+Cell = Literal["gru", "lstm"]
+"""The recurrent cells a configuration may name."""
+
+CELLS = ("gru", "lstm")
+
+
+def initial_carry(cell: str, size: int, batch: int) -> Any:
+    """The carry of ``batch`` sequences at an episode's start: zeros.
+
+    Returns:
+        GRU: float32 ``(batch, size)``. LSTM: a tuple ``(c, h)`` of two such arrays (Flax's
+        ``OptimizedLSTMCell`` layout).
+    """
+    zeros = jnp.zeros((batch, size), jnp.float32)
+    return (zeros, zeros) if cell == "lstm" else zeros
+
+
+def reset_carry(carry: Any, first: jax.Array, fresh: Any) -> Any:
+    """``fresh`` where ``first`` (bool ``(B,)``) marks an episode's first observation.
+
+    Every leaf of ``carry`` and ``fresh`` is ``(B, ...)``; the other rows keep ``carry``.
+    """
+
+    def pick(c: jax.Array, f: jax.Array) -> jax.Array:
+        return jnp.where(first.reshape(first.shape + (1,) * (c.ndim - 1)), f, c)
+
+    return jax.tree.map(pick, carry, fresh)
+
+
+class _Torso(nn.Module):
+    """Observation features then an MLP: vectors as they are, images through encoders."""
+
+    hidden_sizes: Sequence[int]
+    activation: str
+    image_shapes: Mapping[str, tuple[int, ...]] | None
+    layer_norm: bool
+    encoder: str
+
+    @nn.compact
+    def __call__(self, obs: Any) -> jax.Array:
+        if isinstance(obs, Mapping):
+            encoders = image_encoders(
+                self.image_shapes or {},
+                obs.keys(),
+                self.layer_norm,
+                flatten=self.encoder == "flatten",
+            )
+            x = join_features({k: e(obs[k]) for k, e in encoders.items()}, obs, obs.keys())
+        else:
+            x = obs.astype(jnp.float32)
+        return MLP(self.hidden_sizes, self.activation)(x)
+
+
+class _Heads(nn.Module):
+    """The actor's and the critic's hidden layer and heads on the cell's output."""
+
+    action_dim: int
+    discrete: bool
+    size: int
+    activation: str
+
+    @nn.compact
+    def __call__(self, y: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        actor = MLP((self.size,), self.activation, name="actor_torso")(y)
+        critic = MLP((self.size,), self.activation, name="critic_torso")(y)
+        return heads(self, actor, critic, self.action_dim, self.discrete)
+
+
+class RecurrentActorCritic(nn.Module):
+    """Encoder, recurrent cell, and separate actor and critic heads on the cell's output.
+
+    The encoder (an MLP on vector observations; for dict observations a CNN per image, or
+    the flattened image, joined with the vectors first) runs on every observation at once;
+    only the cell runs step by step. Call it through its methods, as
+    :func:`rollax.agents.ppo.recurrent_network` does: :meth:`encode`, :meth:`step` and
+    :meth:`outputs`; ``__call__`` is one whole step, for ``init``.
+
+    Attributes:
+        action_dim: Number of actions (discrete) or action dimensions (box).
+        discrete: Whether the action space is discrete.
+        cell: ``"gru"`` (``flax.linen.GRUCell``) or ``"lstm"``
+            (``flax.linen.OptimizedLSTMCell``).
+        cell_size: Features of the cell's state.
+        hidden_sizes: Widths of the encoder's MLP, before the cell.
+        head_size: Width of the hidden layer of each of the actor and critic heads.
+        activation: Activation of the MLPs.
+        image_shapes: ``(H, W, C)`` of each image key of a dict observation.
+        layer_norm: Per-channel layer normalization in the image encoders.
+        encoder: Dict observations: ``"cnn"`` or ``"flatten"`` (see
+            :class:`~rollax.networks.VisionActorCritic`).
+    """
+
+    action_dim: int
+    discrete: bool
+    cell: str = "gru"
+    cell_size: int = 128
+    hidden_sizes: Sequence[int] = (128,)
+    head_size: int = 128
+    activation: str = "tanh"
+    image_shapes: Mapping[str, tuple[int, ...]] | None = None
+    layer_norm: bool = False
+    encoder: str = "cnn"
+
+    def setup(self) -> None:
+        if self.cell not in CELLS:
+            raise ValueError(f"cell must be one of {CELLS}, got {self.cell!r}.")
+        self.torso = _Torso(
+            self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm, self.encoder
+        )
+        cells = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
+        self.core = cells[self.cell](features=self.cell_size)
+        self.heads = _Heads(self.action_dim, self.discrete, self.head_size, self.activation)
+
+    def encode(self, obs: Any) -> jax.Array:
+        """Observations ``(..., *shape)`` -> float32 features ``(..., hidden_sizes[-1])``."""
+        return self.torso(obs)
+
+    def step(self, carry: Any, features: jax.Array, first: jax.Array) -> tuple[Any, jax.Array]:
+        """One cell step of ``B`` sequences: ``(carry, y (B, cell_size))``.
+
+        ``carry`` is reset to its initial value first where ``first`` (bool ``(B,)``) marks
+        an episode's first observation.
+        """
+        fresh = initial_carry(self.cell, self.cell_size, features.shape[0])
+        return self.core(reset_carry(carry, first, fresh), features)
+
+    def outputs(self, y: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Cell outputs ``(..., cell_size)`` -> ``(logits_or_mean, log_std, value)``."""
+        return self.heads(y)
+
+    def __call__(self, carry: Any, obs: Any, first: jax.Array) -> tuple[Any, tuple]:
+        """One whole step of ``B`` sequences: ``(carry, (logits_or_mean, log_std, value))``."""
+        carry, y = self.step(carry, self.encode(obs), first)
+        return carry, self.outputs(y)
