@@ -1,0 +1,201 @@
+"""Recurrent PPO: the carry resets exactly at episode starts, in the rollout and in the replay.
+
+A probe environment counts its steps (its observation is the step index in the episode) and
+a probe network counts the observations its carry has seen, so at every step the network's
+value must equal the observation plus one: a reset one step early or late, a missed reset,
+or a reset inside an episode breaks the equality. The same checks run on the loss's replay
+of whole sequences, of chunks, and of chunks after a burn-in.
+"""
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rollax._struct import pytree_dataclass
+from rollax.agents.ppo import (
+    PolicyNetwork,
+    PPOConfig,
+    make_ppo,
+    replay,
+    rollout_sequences,
+    shuffled_sequences,
+)
+from rollax.envs import Environment, EnvParams, VecEnv
+from rollax.networks import Categorical
+from rollax.spaces import Box, Discrete
+
+LIMIT = 3  # the time limit: truncates an episode that is never ended by action 1
+
+
+@pytree_dataclass
+class CounterParams(EnvParams):
+    max_episode_steps: Any = np.int32(LIMIT)
+
+
+@pytree_dataclass
+class CounterState:
+    t: jax.Array
+
+
+class Counter(Environment):
+    """Observes its step index in the episode; action 1 terminates; truncated at ``LIMIT``.
+
+    Under a uniform policy episodes end on consecutive steps half the time, and some run
+    into the time limit.
+    """
+
+    @property
+    def name(self) -> str:
+        return "Counter"
+
+    @property
+    def default_params(self) -> CounterParams:
+        return CounterParams()
+
+    @property
+    def observation_space(self) -> Box:
+        return Box(0.0, float(LIMIT), (1,), jnp.float32)
+
+    @property
+    def action_space(self) -> Discrete:
+        return Discrete(2)
+
+    def reset_env(self, key: jax.Array, params: CounterParams) -> CounterState:
+        return CounterState(t=jnp.zeros((), jnp.int32))
+
+    def observe(self, state: CounterState, params: CounterParams) -> jax.Array:
+        return state.t.astype(jnp.float32).reshape(1)
+
+    def step_env(self, state: CounterState, action: jax.Array, params: CounterParams) -> tuple:
+        return state.replace(t=state.t + 1), jnp.zeros((), jnp.float32), action == 1
+
+
+def counting_network() -> PolicyNetwork:
+    """A uniform policy whose carry counts the observations seen in the episode.
+
+    Its value is that count: 1 at an episode's first observation.
+    """
+
+    def step(count: jax.Array, first: jax.Array) -> tuple[jax.Array, jax.Array]:
+        count = jnp.where(first[:, None], 0.0, count) + 1.0
+        return count, count[:, 0]
+
+    def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple:
+        if first.ndim == 1:
+            carry, value = step(carry, first)
+        else:
+            carry, value = jax.lax.scan(step, carry, first)
+        logits = jnp.zeros((*first.shape, 2)) + params["w"]
+        return carry, Categorical(logits), value
+
+    return PolicyNetwork(
+        init=lambda key, obs: {"w": jnp.zeros(())},
+        initial_carry=lambda batch: jnp.zeros((batch, 1)),
+        apply=apply,
+        discrete=True,
+    )
+
+
+def _counter_ppo(network: PolicyNetwork | None = None, **options: Any) -> Any:
+    settings = dict(num_envs=8, num_steps=16, recurrent="gru", cell_size=16, hidden_sizes=(16,))
+    config = PPOConfig(**{**settings, **options})
+    return make_ppo(config, VecEnv(Counter(), 8), network=network or counting_network())
+
+
+def _collect(agent: Any, rollouts: int = 3) -> tuple[Any, Any]:
+    """A few rollouts in, so that rollouts start inside episodes; then one more, recorded."""
+    state = agent.init(jax.random.key(0))
+    for _ in range(rollouts):
+        state, _ = agent.collect(state)
+    return state, agent.collect(state)[1]
+
+
+def test_the_rollout_resets_the_carry_exactly_at_episode_starts():
+    _, records = _collect(_counter_ppo())
+    obs = np.asarray(records.obs[..., 0])
+    done = np.asarray(records.terminated | records.truncated)
+    assert (done[1:] & done[:-1]).any(), "no episodes ending on consecutive steps"
+    assert np.asarray(records.truncated).any() and (obs[0] > 0).any()  # cut by the boundary
+    np.testing.assert_array_equal(records.value, obs + 1)
+    # The first flags are the pre-step ones: an episode's first observation is index 0.
+    np.testing.assert_array_equal(records.first, obs == 0)
+    # The bootstrap of an ended episode is valued with its own carry (final_obs = obs + 1,
+    # one more observation seen), never with the reset carry (which would give 1).
+    np.testing.assert_array_equal(records.next_value, obs + 2)
+
+
+@pytest.mark.parametrize(("chunk_length", "burn_in"), [(0, 0), (4, 0), (4, 3)])
+def test_the_replay_resets_where_the_rollout_did(chunk_length, burn_in):
+    agent = _counter_ppo(chunk_length=chunk_length, burn_in=burn_in, num_minibatches=2)
+    state, records = _collect(agent)
+    steps = (records.obs, records.first)
+    sequences = rollout_sequences(
+        steps, records.obs, records.carry, records.first, chunk_length or 16, burn_in
+    )
+    if chunk_length:  # some chunk starts inside an episode
+        assert not np.asarray(sequences.steps[1][0]).all()
+    params = jax.tree.map(lambda x: x[0], state.params)
+    _, value = replay(agent.network, params, sequences)
+    np.testing.assert_array_equal(value, sequences.steps[0][..., 0] + 1)
+
+
+@pytest.mark.parametrize(("chunk_length", "burn_in"), [(0, 0), (8, 0), (8, 4)])
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_the_first_epoch_replays_the_rollout_s_probabilities(cell, chunk_length, burn_in):
+    # Every minibatch of the first epoch (same parameters as the rollout) gives a ratio of 1.
+    config = PPOConfig(
+        num_envs=4,
+        num_steps=32,
+        num_minibatches=2,
+        recurrent=cell,
+        cell_size=16,
+        hidden_sizes=(16,),
+        chunk_length=chunk_length,
+        burn_in=burn_in,
+    )
+    agent = make_ppo(config, "CartPole-v1")
+    state = agent.init(jax.random.key(1))
+    state, _ = agent.run(state, config.batch_size * 2)  # trained parameters, running carries
+    _, records = agent.collect(state)
+    assert np.asarray(records.terminated).any() and not np.asarray(records.first).all()
+    steps = (records.obs, records.first, records.action, records.log_prob)
+    sequences = rollout_sequences(
+        steps, records.obs, records.carry, records.first, chunk_length or 32, burn_in
+    )
+    minibatches = shuffled_sequences(jax.random.key(2), sequences, 2)
+    params = jax.tree.map(lambda x: x[0], state.params)
+    for i in range(2):
+        minibatch = jax.tree.map(lambda x, i=i: x[i], minibatches)
+        dist, _ = replay(agent.network, params, minibatch)
+        ratio = np.exp(dist.log_prob(minibatch.steps[2]) - minibatch.steps[3])
+        assert np.abs(ratio - 1.0).max() < 1e-5
+
+
+def test_the_truncation_bootstrap_uses_the_ended_episode_s_carry():
+    # A step-by-step Python reference with the real GRU network: the value of each final
+    # observation (the counter's obs + 1) under the carry of the episode that ended.
+    agent = make_ppo(_counter_ppo().config, VecEnv(Counter(), 8))
+    state = agent.init(jax.random.key(0))
+    # Trained parameters: at initialization (zero biases) the carry after the first
+    # observation (0) is still zero, and a wrong reset would go unseen.
+    state, _ = agent.run(state, agent.config.batch_size * 4)
+    records = agent.collect(state)[1]
+    params = jax.tree.map(lambda x: x[0], state.params)
+    network = agent.network
+    carry = jax.tree.map(lambda x: x[0, 0], state.carry)
+    t, e = records.first.shape
+    expected_next = np.zeros((t, e), np.float32)
+    for i in range(t):
+        first = records.first[i]
+        # The stored carry is the one the rollout stepped from.
+        for got, want in zip(jax.tree.leaves(records.carry), jax.tree.leaves(carry), strict=True):
+            np.testing.assert_allclose(got[i], want, atol=1e-6)
+        carry, _, _ = network.apply(params, records.obs[i], carry, first)
+        _, _, final_value = network.apply(params, records.obs[i] + 1.0, carry, first & False)
+        expected_next[i] = final_value
+    done = np.asarray(records.terminated | records.truncated)
+    assert np.asarray(records.truncated).any()
+    np.testing.assert_allclose(records.next_value[done], expected_next[done], atol=1e-5)
