@@ -64,8 +64,8 @@ class StatelessCartPole(CartPole):
     """CartPole observing cart position and pole angle only, not their velocities.
 
     Dynamics, rewards (1 per step), termination, resets and the 500-step time limit are
-    exactly :class:`~rollax.envs.classic.CartPole`'s (the same keys and actions give the
-    same states); only :meth:`observe` differs.
+    exactly :class:`CartPole`'s (the same keys and actions give the same states); only
+    :meth:`observe` differs.
 
     Observation: float32 ``(2,)`` = cart position, pole angle (components 0 and 2 of
     CartPole's observation), with CartPole's bounds for them.
@@ -186,8 +186,8 @@ class RepeatPrevious(Environment[RepeatPreviousState, RepeatPreviousParams]):
 
     Args:
         num_decks: Decks shuffled together; sets the episode length (changes shapes).
-        k: Default of :attr:`RepeatPreviousParams.k`; params can change it without
-            recompiling, within ``1 <= k < num_cards``.
+        k: Default of ``params.k``; params can change it without recompiling, within
+            ``1 <= k < num_cards``.
     """
 
     def __init__(self, num_decks: int = 1, k: int = 4) -> None:
@@ -236,7 +236,7 @@ class RepeatPrevious(Environment[RepeatPreviousState, RepeatPreviousParams]):
         seen = state.t + 1  # cards shown so far
         scored = seen >= params.k
         target = state.deck[jnp.clip(seen - params.k, 0, self.num_cards - 1)]
-        scale = 1.0 / (self.num_cards - params.k).astype(jnp.float32)
+        scale = 1.0 / jnp.asarray(self.num_cards - params.k, jnp.float32)
         reward = jnp.where(action == target, scale, -scale)
         reward = jnp.where(scored, reward, jnp.zeros((), jnp.float32))
         t = jnp.minimum(seen, self.num_cards - 1)
