@@ -7,6 +7,7 @@ or a reset inside an episode breaks the equality. The same checks run on the los
 of whole sequences, of chunks, and of chunks after a burn-in.
 """
 
+import os
 from typing import Any
 
 import jax
@@ -199,3 +200,15 @@ def test_the_truncation_bootstrap_uses_the_ended_episode_s_carry():
     done = np.asarray(records.terminated | records.truncated)
     assert np.asarray(records.truncated).any()
     np.testing.assert_allclose(records.next_value[done], expected_next[done], atol=1e-5)
+
+
+@pytest.mark.timeout(180)
+def test_several_seeds_of_an_lstm_train_and_evaluate():
+    # XLA:CPU deadlocked on this program (every thread waiting) under its concurrency-
+    # optimized scheduler, which importing rollax turns off (rollax._xla_cpu).
+    assert "concurrency_optimized_scheduler=false" in os.environ.get("XLA_FLAGS", "")
+    config = PPOConfig(num_seeds=2, recurrent="lstm", total_steps=2048)
+    agent = make_ppo(config, "CartPole-v1")
+    state, metrics = agent.run(agent.init(jax.random.key(0)), 1024)
+    assert np.asarray(metrics["finite"]).all() and state.carry[0].shape == (2, 1, 8, 128)
+    assert agent.evaluate(state, jax.random.key(1), 4).shape == (2, 4)

@@ -3,6 +3,8 @@
 Fresh resets, termination kept apart from truncation, exact step budgets and resumable runs.
 """
 
+# First: sets XLA_FLAGS before anything starts JAX's CPU backend (see rollax._xla_cpu).
+from rollax import _xla_cpu  # noqa: F401, I001
 from rollax import spaces
 from rollax.envs import (
     Environment,
