@@ -1,4 +1,4 @@
-"""Pure math for training: GAE, n-step returns, running normalization, augmentation."""
+"""Pure math for training: GAE, n-step, λ- and Retrace returns, normalization, augmentation."""
 
 from rollax.ops._augment import random_shift
 from rollax.ops._gae import gae
@@ -12,16 +12,19 @@ from rollax.ops._normalize import (
     update_running_stats,
 )
 from rollax.ops._nstep import NStepReturn, nstep_return
+from rollax.ops._sequence_returns import lambda_returns, retrace_targets
 
 __all__ = [
     "NStepReturn",
     "RunningStats",
     "gae",
+    "lambda_returns",
     "normalize",
     "normalize_observation",
     "nstep_return",
     "observation_stats",
     "random_shift",
+    "retrace_targets",
     "running_stats",
     "update_observation_stats",
     "update_running_stats",
