@@ -55,3 +55,18 @@ def test_single_file_sac_learns_pendulum():
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("eval_return=")
     assert float(last.removeprefix("eval_return=")) >= -250, result.stdout
+
+
+@pytest.mark.slow
+def test_single_file_recurrent_ppo_solves_stateless_cartpole():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "recurrent_ppo.py"), "--eval-episodes", "16"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    assert "one episode by hand" in result.stdout
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("eval_return=")
+    assert float(last.removeprefix("eval_return=")) >= 450, result.stdout

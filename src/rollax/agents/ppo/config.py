@@ -209,6 +209,20 @@ multiply-adds per sample (Breakout, 2 CPU cores: a rollout and its update in 212
 instead of 440 ms) for returns as high (Breakout after 1M steps, seeds 0-2: 30.6, 25.8,
 23.3)."""
 
+_MEMORY = PPOConfig(
+    num_envs=64,
+    num_steps=32,
+    total_steps=1_048_576,
+    learning_rate=2.5e-3,
+    hidden_sizes=(64,),
+    recurrent="gru",
+    cell_size=64,
+)
+"""Partially observed tasks: a GRU of 64 between a 64-wide encoder and the heads, 64
+environments x 32 steps, lr 2.5e-3 annealed. StatelessCartPole-v1: every seed at 500 after
+1M steps (3 seeds in one program, 72 s on 2 CPU cores); lr 1e-3 left two of three seeds
+below 250."""
+
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
     # No entropy bonus: the sampled policy's return is what is measured (-79.6 median over
@@ -255,6 +269,9 @@ PRESETS: dict[str, PPOConfig] = {
         activation="relu",
         frame_stack=2,
     ),
+    "StatelessCartPole-v1": _MEMORY,
+    # Recall after 5 steps: every seed at 1.0 from 65,536 steps on (3 seeds, 25 s in all).
+    "gymnax/MemoryChain-bsuite": _MEMORY.replace(total_steps=262_144),
     "brax/inverted_pendulum": PPOConfig(
         num_envs=256,
         num_steps=32,
