@@ -9,26 +9,10 @@ import numpy as np
 import pytest
 
 import rollax
+from _rollouts import replay_actions
 from rollax.envs.memory import CountRecall, RepeatPrevious
 
 MEMORY_IDS = ["StatelessCartPole-v1", "RepeatPrevious-v0", "CountRecall-v0"]
-
-
-def _rollout(env, key, actions, params=None):
-    """Timesteps of a jitted rollout replaying ``actions`` (time-major), reset included."""
-
-    @jax.jit
-    def run(key, actions, params):
-        state, first = env.reset(key, params)
-
-        def body(state, action):
-            state, ts = env.step(state, action, params)
-            return state, ts
-
-        _, steps = jax.lax.scan(body, state, actions)
-        return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, steps)
-
-    return jax.tree.map(np.asarray, run(key, actions, params or env.default_params))
 
 
 # --------------------------------------------------------------------------- StatelessCartPole
@@ -371,7 +355,7 @@ def test_registered_and_batched_under_jit_and_vmap_inside_the_spaces(env_id):
 
     env = rollax.make(env_id, num_envs=5)
     actions = jax.vmap(env.sample_actions)(jax.random.split(jax.random.key(7), 150))
-    ts = _rollout(env, jax.random.key(8), actions)
+    ts = replay_actions(env, jax.random.key(8), actions)
     assert ts.done.any()
     contains = jax.jit(jax.vmap(env.observation_space.contains))
     for obs in (ts.obs, ts.final_obs):

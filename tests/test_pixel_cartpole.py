@@ -8,24 +8,8 @@ import numpy as np
 import pytest
 
 import rollax
+from _rollouts import replay_actions
 from rollax import spaces
-
-
-def _rollout(env, key, actions, params=None):
-    """Timesteps of a jitted rollout replaying ``actions`` (time-major), reset included."""
-
-    @jax.jit
-    def run(key, actions, params):
-        state, first = env.reset(key, params)
-
-        def body(state, action):
-            state, ts = env.step(state, action, params)
-            return state, ts
-
-        _, steps = jax.lax.scan(body, state, actions)
-        return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, steps)
-
-    return jax.tree.map(np.asarray, run(key, actions, params or env.default_params))
 
 
 def test_dynamics_are_cartpoles_for_the_same_keys_and_actions():
@@ -41,8 +25,8 @@ def test_dynamics_are_cartpoles_for_the_same_keys_and_actions():
             height=16,
             width=32,
         )
-        ref = _rollout(state_env, jax.random.key(0), actions, params)
-        pix = _rollout(pixel_env, jax.random.key(0), actions, params)
+        ref = replay_actions(state_env, jax.random.key(0), actions, params)
+        pix = replay_actions(pixel_env, jax.random.key(0), actions, params)
         np.testing.assert_array_equal(pix.obs["state"], ref.obs)
         np.testing.assert_array_equal(pix.final_obs["state"], ref.final_obs)
         for name in ("reward", "terminated", "truncated"):
@@ -52,7 +36,7 @@ def test_dynamics_are_cartpoles_for_the_same_keys_and_actions():
 
 def test_final_obs_images_are_the_last_frame_not_the_new_episode():
     env = rollax.make("PixelCartPole-v1", num_envs=4, cameras=("fixed", "follow"), state=True)
-    ts = _rollout(env, jax.random.key(0), jnp.ones((40, 4), jnp.int32))
+    ts = replay_actions(env, jax.random.key(0), jnp.ones((40, 4), jnp.int32))
     done = ts.terminated | ts.truncated
     assert done.any()
     for camera in ("pixels/fixed", "pixels/follow"):
