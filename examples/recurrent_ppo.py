@@ -38,7 +38,7 @@ def play_one_episode(agent, state, seed: int) -> float:
     The policy's carry starts fresh (``init_carry``); ``first`` is set on the episode's
     first observation only, which is where a recurrent policy resets its carry.
     """
-    env = rollax.make(ENV, num_envs=1, autoreset="disabled")
+    env = rollax.make(ENV, num_envs=1, autoreset_mode="disabled")
     env_state, ts = env.reset(jax.random.key(seed))
     carry = agent.policy.init_carry(state, 1)  # leaves (num_seeds, 1, ...)
     first = jnp.ones((1, 1), bool)
