@@ -1,5 +1,5 @@
-"""λ-returns and Retrace targets against plain-Python references, on sequences that hold
-several episodes, some terminated and some truncated."""
+"""n-step, λ-return and Retrace targets against plain-Python references, on sequences that
+hold several episodes, some terminated and some truncated."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rollax.ops import gae, lambda_returns, retrace_targets
+from rollax.ops import gae, lambda_returns, nstep_targets, retrace_targets
 
 # --- references: one environment, loops over numpy, written from the definitions ---
 
@@ -33,6 +33,25 @@ def _reference_lambda_returns(rewards, next_values, terminated, truncated, gamma
             bootstrap = (1.0 - mix) * float(next_values[t]) + mix * following
             targets[t] = float(rewards[t]) + float(gamma[t]) * bootstrap
         following = targets[t]
+    return np.array(targets)
+
+
+def _reference_nstep(rewards, next_values, terminated, truncated, gamma, n):
+    """Sum up to n rewards, stopping at an episode end or the sequence's end; bootstrap
+    there unless the stop is a termination."""
+    T = len(rewards)
+    targets = []
+    for t in range(T):
+        total, scale = 0.0, 1.0
+        for s in range(t, min(t + n, T)):
+            total += scale * float(rewards[s])
+            scale *= gamma
+            if terminated[s]:
+                break
+            if truncated[s] or s == min(t + n, T) - 1:
+                total += scale * float(next_values[s])
+                break
+        targets.append(total)
     return np.array(targets)
 
 
@@ -128,6 +147,38 @@ def test_lambda_returns_match_the_reference_on_a_hand_made_sequence(last_end, la
         np.testing.assert_allclose(out[episode], alone, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("last_end", ["none", "terminated", "truncated"])
+@pytest.mark.parametrize("n", [1, 2, 3, 12])
+def test_nstep_targets_match_the_reference_on_a_hand_made_sequence(last_end, n):
+    rewards, _, next_values, terminated, truncated = _hand_made(last_end)
+    out = jax.jit(nstep_targets, static_argnums=5)(
+        *_j(rewards, next_values, terminated, truncated), 0.9, n
+    )
+    expected = _reference_nstep(rewards, next_values, terminated, truncated, 0.9, n)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_nstep_targets_on_numbers_worked_out_by_hand():
+    # t0 goes on, t1 is truncated (its final observation is worth 10), t2 terminates, t3
+    # starts a new episode and is the last step (its successor is worth 8).
+    rewards = jnp.ones(4)
+    next_values = jnp.array([4.0, 10.0, 99.0, 8.0])
+    terminated = jnp.array([False, False, True, False])
+    truncated = jnp.array([False, True, False, False])
+    out = nstep_targets(rewards, next_values, terminated, truncated, 0.5, 3)
+    # G0 = 1 + .5 + .25 * 10 (stops at the truncation); G1 = 1 + .5 * 10; G2 = 1;
+    # G3 = 1 + .5 * 8 (the sequence ends)
+    np.testing.assert_allclose(out, [4.0, 6.0, 1.0, 5.0], rtol=1e-6)
+    one = nstep_targets(rewards, next_values, terminated, truncated, 0.5, 1)
+    np.testing.assert_allclose(one, [3.0, 6.0, 1.0, 5.0], rtol=1e-6)
+
+
+def test_nstep_targets_refuse_a_bad_n():
+    ones, flags = jnp.ones(3), jnp.zeros(3, bool)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        nstep_targets(ones, ones, flags, flags, 0.9, 0)
+
+
 def test_lambda_returns_on_numbers_worked_out_by_hand():
     # t0 goes on, t1 is truncated (its final observation is worth 10, the next row's 6),
     # t2 terminates, t3 starts a new episode and is the last step (its successor is worth 8).
@@ -221,6 +272,25 @@ def test_lambda_returns_match_the_reference_and_gae(T, B, seed, end_rate, gamma,
     # GAE's value targets are the same λ-returns, written through advantages.
     _, gae_targets = _gae(*args, gamma, lam)
     np.testing.assert_allclose(out, gae_targets, rtol=1e-5, atol=1e-4)
+
+
+_nstep = jax.jit(nstep_targets, static_argnums=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(**_sizes, n=st.sampled_from([1, 2, 3, 5, 9]))
+@example(T=8, B=3, seed=0, end_rate=0.2, gamma=0.99, lam=0.0, n=3)
+def test_nstep_targets_match_the_reference(T, B, seed, end_rate, gamma, lam, n):
+    rewards, values, next_values, terminated, truncated, _ = _random_sequence(T, B, seed, end_rate)
+    out = np.asarray(_nstep(*_j(rewards, next_values, terminated, truncated), gamma, n))
+    for i in range(B):
+        expected = _reference_nstep(
+            rewards[:, i], next_values[:, i], terminated[:, i], truncated[:, i], gamma, n
+        )
+        np.testing.assert_allclose(out[:, i], expected, rtol=1e-5, atol=1e-4)
+    if n == 1:  # one-step targets are λ-returns at λ = 0
+        lam0 = _lambda_returns(*_j(rewards, values, next_values, terminated, truncated), gamma, 0.0)
+        np.testing.assert_allclose(out, lam0, rtol=1e-5, atol=1e-5)
 
 
 @settings(max_examples=40, deadline=None)

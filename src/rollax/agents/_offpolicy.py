@@ -2,7 +2,8 @@
 
 An off-policy agent (DQN, SAC) provides a *learner*: its networks, target networks,
 optimizers and hyperparameters, with two pure functions, ``act`` (exploration) and
-``learn`` (one gradient step on a sampled batch). This module supplies the rest:
+``learn`` (one gradient step on a sampled batch), and for a recurrent learner the carry of
+its network at an episode's start. This module supplies the rest:
 
 - :class:`OffPolicyState`: the learner with the replay buffer, observation statistics,
   environments, keys and counters.
@@ -10,7 +11,13 @@ optimizers and hyperparameters, with two pure functions, ``act`` (exploration) a
   ``train_every`` times with the learner's ``act``, stores each transition with its true
   successor (``final_obs`` at an episode end), and then, once ``learning_starts``
   transitions per seed are stored, takes ``gradient_steps`` gradient steps, each on a batch
-  of windows of ``n_step`` consecutive transitions (priorities updated when prioritized).
+  of windows of ``replay_length`` consecutive transitions (``n_step``; a recurrent learner's
+  sequences), with priorities updated when prioritized.
+
+A recurrent learner's carry is threaded through acting like the environments' state: it
+starts fresh where ``first`` marks an episode's first observation, and every stored
+transition keeps ``first`` and the carry that met its observation, so a sampled sequence
+is replayed from its first step's carry with the same resets.
 
 Everything is written for one seed on one shard: the shard's environments fill the shard's
 own replay buffer (``buffer_size / num_shards``), each gradient step samples
@@ -37,9 +44,9 @@ from rollax.training import (
     SHARED,
     Agent,
     Layout,
+    Policy,
     ShardStart,
     build_agent,
-    feedforward_policy,
 )
 from rollax.types import PRNGKey
 
@@ -48,8 +55,12 @@ __all__ = [
     "OffPolicyState",
     "build_offpolicy_agent",
     "checkpoint_hooks",
+    "feedforward_act",
+    "feedforward_policy_act",
     "init_offpolicy_state",
+    "is_recurrent",
     "make_offpolicy_iteration",
+    "no_carry",
     "observe_for_policy",
     "replay_buffer",
 ]
@@ -72,6 +83,10 @@ class OffPolicyState:
         obs_stats: Running observation statistics, per seed (used with ``normalize_obs``).
         env_state: Each shard's environments.
         obs: Their current observations, leaves ``(num_envs // num_shards, ...)`` per shard.
+        first: bool ``(num_envs // num_shards,)`` per shard: the current observation opens
+            an episode.
+        carry: A recurrent learner's carry for the current observations, per shard (``()``
+            for a feed-forward learner).
         key: Each shard's key for exploration and sampling.
         env_params: The environment's params (a curriculum may change them between runs).
         env_steps: int32 ``()``: environment steps (transitions) per seed so far.
@@ -86,6 +101,8 @@ class OffPolicyState:
     obs_stats: Any
     env_state: EnvState
     obs: Any
+    first: jax.Array
+    carry: Any
     key: PRNGKey
     env_params: EnvParams
     env_steps: jax.Array
@@ -105,6 +122,8 @@ LAYOUT = OffPolicyState(
     obs_stats=SEED,
     env_state=SHARD,
     obs=SHARD,
+    first=SHARD,
+    carry=SHARD,
     key=SHARD,
     env_params=ENV_PARAMS,
     env_steps=SHARED,
@@ -114,10 +133,61 @@ LAYOUT = OffPolicyState(
 """Where each part of :class:`OffPolicyState` lives (see :mod:`rollax.training`'s layouts)."""
 
 
-def transition_example(obs_spec: Any, env: VecEnv) -> Transition:
-    """One environment's :class:`Transition` of zeros, to shape the replay buffer."""
+def no_carry(batch: int) -> tuple:
+    """The carry of a feed-forward learner: ``()``, whatever the batch."""
+    return ()
+
+
+def is_recurrent(initial_carry: Callable[[int], Any]) -> bool:
+    """Whether a learner with this ``initial_carry`` has a carry (leaves) to thread."""
+    return bool(jax.tree.leaves(jax.eval_shape(lambda: initial_carry(1))))
+
+
+def feedforward_act(act: Callable[..., tuple[jax.Array, Any]]) -> Callable[..., tuple]:
+    """A feed-forward learner's ``act`` in the driver's interface (with a carry).
+
+    ``act(learner, explore, obs, key, env_steps) -> (action, explore)`` becomes the driver's
+    ``(learner, explore, obs, first, carry, key, env_steps) -> (action, explore, carry)``.
+    """
+
+    def with_carry(
+        learner: Any, explore: Any, obs: Any, first: jax.Array, carry: Any, key: PRNGKey,
+        env_steps: jax.Array,
+    ) -> tuple[jax.Array, Any, Any]:  # fmt: skip
+        action, explore = act(learner, explore, obs, key, env_steps)
+        return action, explore, carry
+
+    return with_carry
+
+
+def feedforward_policy_act(policy_act: Callable[..., jax.Array]) -> Callable[..., tuple]:
+    """A feed-forward learner's ``policy_act`` in the driver's interface (with a carry).
+
+    ``policy_act(learner, obs, key, deterministic) -> action`` becomes the driver's
+    ``(learner, obs, first, carry, key, deterministic) -> (action, carry)``.
+    """
+
+    def with_carry(
+        learner: Any, obs: Any, first: jax.Array, carry: Any, key: PRNGKey, deterministic: bool
+    ) -> tuple[jax.Array, Any]:
+        return policy_act(learner, obs, key, deterministic), carry
+
+    return with_carry
+
+
+def transition_example(
+    obs_spec: Any, env: VecEnv, initial_carry: Callable[[int], Any] = no_carry
+) -> Transition:
+    """One environment's :class:`Transition` of zeros, to shape the replay buffer.
+
+    A recurrent learner's transitions also keep ``first`` and the carry before the step.
+    """
     obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
     space = env.action_space
+    memory = {}
+    if is_recurrent(initial_carry):
+        carry = jax.tree.map(lambda x: x[0], initial_carry(1))
+        memory = {"first": jnp.zeros((), bool), "carry": carry}
     return Transition(
         obs=obs,
         action=jnp.zeros(space.shape, space.dtype),
@@ -125,11 +195,17 @@ def transition_example(obs_spec: Any, env: VecEnv) -> Transition:
         terminated=jnp.zeros((), bool),
         truncated=jnp.zeros((), bool),
         next_obs=obs,
+        **memory,
     )
 
 
 def checkpoint_hooks(
-    config: Any, layout: Layout, buffer: SequenceBuffer, obs_spec: Any, env: VecEnv
+    config: Any,
+    layout: Layout,
+    buffer: SequenceBuffer,
+    obs_spec: Any,
+    env: VecEnv,
+    initial_carry: Callable[[int], Any] = no_carry,
 ) -> tuple[Any, Any]:
     """``(to_checkpoint, from_checkpoint)`` for :func:`rollax.training.build_agent`.
 
@@ -145,7 +221,7 @@ def checkpoint_hooks(
         return state.replace(buffer=None)
 
     def from_checkpoint(saved: OffPolicyState) -> OffPolicyState:
-        example = transition_example(obs_spec, env)
+        example = transition_example(obs_spec, env, initial_carry)
         empty = jax.tree.map(
             lambda x: jnp.broadcast_to(x, (layout.num_seeds, layout.num_shards, *x.shape)),
             buffer.init(example),
@@ -162,6 +238,7 @@ def init_offpolicy_state(
     buffer: SequenceBuffer,
     obs_spec: Any,
     env: VecEnv,
+    initial_carry: Callable[[int], Any] = no_carry,
 ) -> OffPolicyState:
     """A fresh state of one seed's shard: its reset environments, an empty buffer.
 
@@ -172,14 +249,18 @@ def init_offpolicy_state(
         buffer: The shard's replay buffer.
         obs_spec: One observation's spec (vector or dict).
         env: The shard's batch.
+        initial_carry: ``batch -> carry`` of a recurrent learner at an episode's start.
     """
+    num_envs = env.num_envs
     return OffPolicyState(
         learner=learner,
         explore=explore,
-        buffer=buffer.init(transition_example(obs_spec, env)),
+        buffer=buffer.init(transition_example(obs_spec, env, initial_carry)),
         obs_stats=observation_stats(obs_spec),
         env_state=start.env_state,
         obs=start.obs,
+        first=jnp.ones((num_envs,), bool),
+        carry=initial_carry(num_envs),
         key=start.key,
         env_params=start.env_params,
         env_steps=jnp.zeros((), jnp.int32),
@@ -192,14 +273,14 @@ def replay_buffer(config: Any) -> SequenceBuffer:
     """One shard's replay buffer, sized by an off-policy config.
 
     ``buffer_size / num_shards`` transitions from ``num_envs / num_shards`` environments,
-    sampled as windows of ``n_step`` transitions (prioritized when the config has
+    sampled as windows of ``replay_length`` transitions (prioritized when the config has
     ``prioritized``, storing each observation once with ``compact_replay``).
     """
     shards = config.num_shards
     return SequenceBuffer(
         capacity=config.buffer_size // shards,
         num_envs=config.num_envs // shards,
-        sequence_length=config.n_step,
+        sequence_length=config.replay_length,
         prioritized=getattr(config, "prioritized", False),
         priority_exponent=getattr(config, "priority_exponent", 0.6),
         compact=config.compact_replay,
@@ -230,11 +311,14 @@ def make_offpolicy_iteration(
         layout: The run's layout (the statistics average over the seed's shards).
         env: One shard's batch.
         buffer: The shard's replay (:func:`replay_buffer`).
-        act: ``(learner, explore, obs, key, env_steps) -> (action, explore)``: ``obs``
-            leaves ``(E, ...)`` (normalized if asked), ``env_steps`` int32 ``()``.
+        act: ``(learner, explore, obs, first, carry, key, env_steps) -> (action, explore,
+            carry)``: ``obs`` leaves ``(E, ...)`` (normalized if asked), ``first`` bool
+            ``(E,)`` (the observation opens an episode), ``carry`` the learner's carry
+            (``()`` for a feed-forward learner), ``env_steps`` int32 ``()``.
         learn: ``(learner, batch, weight, key) -> (learner, metrics, priority)``:
-            ``batch`` a :class:`Transition` with leaves ``(batch_size / num_shards, n_step,
-            ...)`` (observations normalized if asked), ``weight`` float32 importance weights
+            ``batch`` a :class:`Transition` with leaves ``(batch_size / num_shards,
+            replay_length, ...)`` (observations normalized if asked; with ``first`` and
+            ``carry`` for a recurrent learner), ``weight`` float32 importance weights
             (ones without prioritized replay), ``metrics`` a dict of float32 scalars,
             ``priority`` float32 new priorities. Its gradient step averages over the shards.
         metric_names: The names of ``learn``'s metrics (zeros while learning waits).
@@ -256,10 +340,15 @@ def make_offpolicy_iteration(
     def env_step(state: OffPolicyState, _: None) -> tuple[OffPolicyState, tuple]:
         key, act_key = jax.random.split(state.key)
         seen = observe(state.obs_stats, state.obs)
-        action, explore = act(state.learner, state.explore, seen, act_key, state.env_steps)
+        action, explore, carry = act(
+            state.learner, state.explore, seen, state.first, state.carry, act_key,
+            state.env_steps,
+        )  # fmt: skip
         env_state, ts = env.step(
             state.env_state, action.astype(env.action_space.dtype), state.env_params
         )
+        # A recurrent learner replays from the carry that met this observation.
+        memory = {"first": state.first, "carry": state.carry} if jax.tree.leaves(carry) else {}
         transition = Transition(
             obs=state.obs,
             action=action,
@@ -267,6 +356,7 @@ def make_offpolicy_iteration(
             terminated=ts.terminated,
             truncated=ts.truncated,
             next_obs=ts.final_obs,
+            **memory,
         )
         stats = state.obs_stats
         if normalize_obs:
@@ -281,6 +371,8 @@ def make_offpolicy_iteration(
             obs_stats=stats,
             env_state=env_state,
             obs=ts.obs,
+            first=ts.done,
+            carry=carry,
             key=key,
             env_steps=state.env_steps + config.num_envs,
         )
@@ -356,10 +448,11 @@ def build_offpolicy_agent(
     act: Callable[..., tuple[jax.Array, Any]],
     learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
     metric_names: Sequence[str],
-    policy_act: Callable[..., jax.Array],
+    policy_act: Callable[..., tuple[jax.Array, Any]],
     with_budget: Callable[[Any, int], Any],
     init_explore: Callable[[PRNGKey, ShardStart], Any] | None = None,
     importance_exponent: Callable[[Any], jax.Array] | None = None,
+    initial_carry: Callable[[int], Any] = no_carry,
 ) -> Agent:
     """An off-policy agent from its learner's pieces: what DQN and SAC share.
 
@@ -373,30 +466,41 @@ def build_offpolicy_agent(
         act: As :func:`make_offpolicy_iteration`'s.
         learn: As :func:`make_offpolicy_iteration`'s.
         metric_names: ``learn``'s metrics.
-        policy_act: ``(learner, obs, key, deterministic) -> action`` of one seed for
-            evaluation and video (``obs`` as the learner sees them, ``(B, ...)``).
+        policy_act: ``(learner, obs, first, carry, key, deterministic) -> (action,
+            carry)`` of one seed for evaluation and video (``obs`` as the learner sees them,
+            ``(B, ...)``; ``first`` and ``carry`` as in ``act``).
         with_budget: The resume hook for a new budget.
         init_explore: ``(key, start) -> explore`` of one shard (``None``: no exploration
             state): ``key`` the seed's learner key, ``start`` the shard's start.
         importance_exponent: ``learner -> beta`` for prioritized replay, else ``None``.
+        initial_carry: ``batch -> carry``: a recurrent learner's carry of ``batch``
+            environments at an episode's start (:func:`no_carry` for a feed-forward one).
     """
     buffer = replay_buffer(config)
 
     def init(key: PRNGKey, start: ShardStart) -> OffPolicyState:
         explore = None if init_explore is None else init_explore(key, start)
-        return init_offpolicy_state(start, init_learner(key), explore, buffer, obs_spec, env)
+        learner = init_learner(key)
+        return init_offpolicy_state(start, learner, explore, buffer, obs_spec, env, initial_carry)
 
     iteration = make_offpolicy_iteration(
         config, layout, env, buffer, act, learn, metric_names, importance_exponent
     )
 
     def act_for_policy(
-        state: OffPolicyState, obs: Any, key: PRNGKey, deterministic: bool
-    ) -> jax.Array:
+        state: OffPolicyState,
+        obs: Any,
+        carry: Any,
+        first: jax.Array,
+        key: PRNGKey,
+        deterministic: bool,
+    ) -> tuple[jax.Array, Any]:
         seen = observe_for_policy(state, obs, config.normalize_obs)
-        return policy_act(state.learner, seen, key, deterministic)
+        return policy_act(state.learner, seen, first, carry, key, deterministic)
 
-    to_checkpoint, from_checkpoint = checkpoint_hooks(config, layout, buffer, obs_spec, env)
+    to_checkpoint, from_checkpoint = checkpoint_hooks(
+        config, layout, buffer, obs_spec, env, initial_carry
+    )
     return build_agent(
         name=name,
         config=config,
@@ -408,7 +512,7 @@ def build_offpolicy_agent(
         steps_per_iteration=config.steps_per_iteration,
         unit_name="vectorized steps of num_envs * train_every",
         metric_names=metric_names,
-        policy=feedforward_policy(act_for_policy),
+        policy=Policy(init_carry=lambda state, batch: initial_carry(batch), act=act_for_policy),
         with_budget=with_budget,
         to_checkpoint=to_checkpoint,
         from_checkpoint=from_checkpoint,

@@ -79,6 +79,11 @@ class OffPolicyConfig(ScaleConfig):
         """Transitions per seed between learning phases: num_envs * train_every."""
         return self.num_envs * self.train_every
 
+    @property
+    def replay_length(self) -> int:
+        """Consecutive transitions in each window sampled from replay: n_step."""
+        return self.n_step
+
     def validate_offpolicy(self) -> None:
         """Check the shared fields; raise a ``ValueError`` naming the first bad one."""
         check_fields(

@@ -29,6 +29,10 @@ class Transition:
             ``next_obs``.
         next_obs: The true successor of ``obs``: at an episode end the environment's
             ``final_obs``, never the first observation of the next episode.
+        first: bool ``()``: ``obs`` opens an episode (a recurrent learner's carry starts
+            fresh there); ``None`` when not kept.
+        carry: A recurrent network's carry before this step, as it met ``obs`` (replay
+            starts a sampled sequence from its first step's); ``None`` when not kept.
     """
 
     obs: Any
@@ -37,6 +41,8 @@ class Transition:
     terminated: jax.Array
     truncated: jax.Array
     next_obs: Any
+    first: Any = None
+    carry: Any = None
 
     @classmethod
     def from_step(cls, obs: PyTree, action: PyTree, timestep: TimeStep) -> Transition:

@@ -10,11 +10,12 @@ from rollax.networks._actor_critic import (
 )
 from rollax.networks._distributions import Categorical, DiagGaussian, TanhGaussian
 from rollax.networks._init import orthogonal
-from rollax.networks._q import DoubleQ, QNetwork, SquashedGaussianActor
+from rollax.networks._q import DoubleQ, QNetwork, SquashedGaussianActor, q_head
 from rollax.networks._recurrent import (
     CELLS,
     Cell,
     RecurrentActorCritic,
+    RecurrentQNetwork,
     initial_carry,
     reset_carry,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "CELLS",
     "Cell",
     "RecurrentActorCritic",
+    "RecurrentQNetwork",
     "initial_carry",
     "reset_carry",
     "MLP",
@@ -54,4 +56,5 @@ __all__ = [
     "join_features",
     "is_image_key",
     "orthogonal",
+    "q_head",
 ]

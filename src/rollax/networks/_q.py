@@ -13,7 +13,20 @@ from rollax.networks._actor_critic import MLP
 from rollax.networks._init import orthogonal
 from rollax.networks._vision import encode_observation
 
-__all__ = ["DoubleQ", "QNetwork", "SquashedGaussianActor"]
+__all__ = ["DoubleQ", "QNetwork", "SquashedGaussianActor", "q_head"]
+
+
+def q_head(x: jax.Array, num_actions: int, dueling: bool) -> jax.Array:
+    """Q-values ``(..., num_actions)`` from features ``(..., F)``, inside a compact module.
+
+    With ``dueling`` the head splits into a state value and advantages, ``Q = V + A -
+    mean(A)`` (Wang et al., 2016).
+    """
+    if not dueling:
+        return nn.Dense(num_actions, kernel_init=orthogonal(1.0), name="q")(x)
+    value = nn.Dense(1, kernel_init=orthogonal(1.0), name="value")(x)
+    advantage = nn.Dense(num_actions, kernel_init=orthogonal(1.0), name="advantage")(x)
+    return value + advantage - advantage.mean(axis=-1, keepdims=True)
 
 
 class QNetwork(nn.Module):
@@ -45,11 +58,7 @@ class QNetwork(nn.Module):
         """Q-values, float32 ``(..., num_actions)``."""
         x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
         x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
-        if not self.dueling:
-            return nn.Dense(self.num_actions, kernel_init=orthogonal(1.0), name="q")(x)
-        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="value")(x)
-        advantage = nn.Dense(self.num_actions, kernel_init=orthogonal(1.0), name="advantage")(x)
-        return value + advantage - advantage.mean(axis=-1, keepdims=True)
+        return q_head(x, self.num_actions, self.dueling)
 
 
 class DoubleQ(nn.Module):

@@ -1,4 +1,4 @@
-"""A recurrent actor-critic: an encoder, a GRU or LSTM cell, and actor and critic heads."""
+"""Recurrent networks: an encoder, a GRU or LSTM cell, then actor-critic or Q-value heads."""
 
 from __future__ import annotations
 
@@ -10,14 +10,24 @@ import jax
 import jax.numpy as jnp
 
 from rollax.networks._actor_critic import MLP, heads
+from rollax.networks._q import q_head
 from rollax.networks._vision import image_encoders, join_features
 
-__all__ = ["CELLS", "Cell", "RecurrentActorCritic", "initial_carry", "reset_carry"]
+__all__ = [
+    "CELLS",
+    "Cell",
+    "RecurrentActorCritic",
+    "RecurrentQNetwork",
+    "initial_carry",
+    "reset_carry",
+]
 
 Cell = Literal["gru", "lstm"]
 """The recurrent cells a configuration may name."""
 
 CELLS = ("gru", "lstm")
+
+_CELL_MODULES = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
 
 
 def initial_carry(cell: str, size: int, batch: int) -> Any:
@@ -65,6 +75,21 @@ class _Torso(nn.Module):
         else:
             x = obs.astype(jnp.float32)
         return MLP(self.hidden_sizes, self.activation)(x)
+
+
+def _core(cell: str, cell_size: int) -> nn.Module:
+    """The Flax cell a configuration names (checked here, where a network is set up)."""
+    if cell not in CELLS:
+        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}.")
+    return _CELL_MODULES[cell](features=cell_size)
+
+
+def _cell_step(
+    module: Any, carry: Any, features: jax.Array, first: jax.Array
+) -> tuple[Any, jax.Array]:
+    """``module.core`` on ``B`` sequences, from a fresh carry where ``first`` (bool ``(B,)``)."""
+    fresh = initial_carry(module.cell, module.cell_size, features.shape[0])
+    return module.core(reset_carry(carry, first, fresh), features)
 
 
 class _Heads(nn.Module):
@@ -118,13 +143,10 @@ class RecurrentActorCritic(nn.Module):
     encoder: str = "cnn"
 
     def setup(self) -> None:
-        if self.cell not in CELLS:
-            raise ValueError(f"cell must be one of {CELLS}, got {self.cell!r}.")
+        self.core = _core(self.cell, self.cell_size)
         self.torso = _Torso(
             self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm, self.encoder
         )
-        cells = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
-        self.core = cells[self.cell](features=self.cell_size)
         self.heads = _Heads(self.action_dim, self.discrete, self.head_size, self.activation)
 
     def encode(self, obs: Any) -> jax.Array:
@@ -137,8 +159,7 @@ class RecurrentActorCritic(nn.Module):
         ``carry`` is reset to its initial value first where ``first`` (bool ``(B,)``) marks
         an episode's first observation.
         """
-        fresh = initial_carry(self.cell, self.cell_size, features.shape[0])
-        return self.core(reset_carry(carry, first, fresh), features)
+        return _cell_step(self, carry, features, first)
 
     def outputs(self, y: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Cell outputs ``(..., cell_size)`` -> ``(logits_or_mean, log_std, value)``."""
@@ -148,3 +169,71 @@ class RecurrentActorCritic(nn.Module):
         """One whole step of ``B`` sequences: ``(carry, (logits_or_mean, log_std, value))``."""
         carry, y = self.step(carry, self.encode(obs), first)
         return carry, self.outputs(y)
+
+
+class _QHead(nn.Module):
+    num_actions: int
+    dueling: bool
+
+    @nn.compact
+    def __call__(self, y: jax.Array) -> jax.Array:
+        return q_head(y, self.num_actions, self.dueling)
+
+
+class RecurrentQNetwork(nn.Module):
+    """Encoder, recurrent cell and a Q-value head: the Q-network of recurrent DQN (R2D2).
+
+    The encoder (an MLP on vector observations; for dict observations a CNN per image
+    joined with the vectors first) runs on every observation at once; only the cell runs
+    step by step. Call it through its methods, as :func:`rollax.agents.dqn.q_function` does:
+    :meth:`encode`, :meth:`step` and :meth:`q_values`; ``__call__`` is one whole step, for
+    ``init``.
+
+    Attributes:
+        num_actions: Number of discrete actions.
+        cell: ``"gru"`` (``flax.linen.GRUCell``) or ``"lstm"``
+            (``flax.linen.OptimizedLSTMCell``).
+        cell_size: Features of the cell's state.
+        hidden_sizes: Widths of the encoder's MLP, before the cell.
+        activation: Activation of the MLP.
+        dueling: Separate state-value and advantage streams on the cell's output.
+        image_shapes: ``(H, W, C)`` of each image key of a dict observation.
+        layer_norm: Per-channel layer normalization in the image encoders.
+    """
+
+    num_actions: int
+    cell: str = "gru"
+    cell_size: int = 128
+    hidden_sizes: Sequence[int] = (128,)
+    activation: str = "relu"
+    dueling: bool = False
+    image_shapes: Mapping[str, tuple[int, ...]] | None = None
+    layer_norm: bool = False
+
+    def setup(self) -> None:
+        self.core = _core(self.cell, self.cell_size)
+        self.torso = _Torso(
+            self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm, "cnn"
+        )
+        self.head = _QHead(self.num_actions, self.dueling)
+
+    def encode(self, obs: Any) -> jax.Array:
+        """Observations ``(..., *shape)`` -> float32 features ``(..., hidden_sizes[-1])``."""
+        return self.torso(obs)
+
+    def step(self, carry: Any, features: jax.Array, first: jax.Array) -> tuple[Any, jax.Array]:
+        """One cell step of ``B`` sequences: ``(carry, y (B, cell_size))``.
+
+        ``carry`` is reset to its initial value first where ``first`` (bool ``(B,)``) marks
+        an episode's first observation.
+        """
+        return _cell_step(self, carry, features, first)
+
+    def q_values(self, y: jax.Array) -> jax.Array:
+        """Cell outputs ``(..., cell_size)`` -> float32 Q-values ``(..., num_actions)``."""
+        return self.head(y)
+
+    def __call__(self, carry: Any, obs: Any, first: jax.Array) -> tuple[Any, jax.Array]:
+        """One whole step of ``B`` sequences: ``(carry, q (B, num_actions))``."""
+        carry, y = self.step(carry, self.encode(obs), first)
+        return carry, self.q_values(y)

@@ -12,7 +12,7 @@ from rollax.ops._normalize import (
     update_running_stats,
 )
 from rollax.ops._nstep import NStepReturn, nstep_return
-from rollax.ops._sequence_returns import lambda_returns, retrace_targets
+from rollax.ops._sequence_returns import lambda_returns, nstep_targets, retrace_targets
 
 __all__ = [
     "NStepReturn",
@@ -22,6 +22,7 @@ __all__ = [
     "normalize",
     "normalize_observation",
     "nstep_return",
+    "nstep_targets",
     "observation_stats",
     "random_shift",
     "retrace_targets",

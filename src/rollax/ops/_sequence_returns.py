@@ -1,4 +1,4 @@
-"""λ-returns and Retrace targets over sequences that may hold several episodes.
+"""n-step, λ-return and Retrace targets over sequences that may hold several episodes.
 
 Both keep termination (no bootstrap) apart from truncation (a bootstrap from the value of the
 true final observation), and neither lets anything flow across an episode boundary inside a
@@ -10,7 +10,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["lambda_returns", "retrace_targets"]
+from rollax.ops._nstep import nstep_return
+
+__all__ = ["lambda_returns", "nstep_targets", "retrace_targets"]
 
 
 def _check_shapes(**arrays: jax.Array) -> tuple[int, ...]:
@@ -207,3 +209,63 @@ def retrace_targets(
         reverse=True,
     )
     return targets
+
+
+def nstep_targets(
+    rewards: jax.Array,
+    next_values: jax.Array,
+    terminated: jax.Array,
+    truncated: jax.Array,
+    gamma: float | jax.Array,
+    n: int,
+) -> jax.Array:
+    """n-step targets of every step of a time-major sequence that may hold several episodes.
+
+    The target of step ``t`` sums the discounted rewards of steps ``t, t + 1, ...`` up to
+    ``n`` of them, the first episode end, or the end of the sequence, whichever comes first,
+    then bootstraps from ``next_values`` of the step it stopped at: not at all if that step
+    terminated, from the value of its true final observation if it was truncated. This is
+    :func:`rollax.ops.nstep_return` applied to the window that starts at each step, cut at
+    the sequence's end. ``n = 1`` gives ``r_t + gamma * (1 - terminated_t) * next_values_t``.
+
+    Args:
+        rewards: float ``(T, ...)``, reward of each transition.
+        next_values: float ``(T, ...)``, value of each transition's true successor (of
+            ``final_obs`` where the episode ended).
+        terminated: bool ``(T, ...)``.
+        truncated: bool ``(T, ...)``.
+        gamma: Discount factor (a float or a scalar array; data, no recompile).
+        n: Steps summed at most (static).
+
+    Returns:
+        float ``(T, ...)`` with the dtype of ``next_values``.
+
+    Raises:
+        ValueError: if the per-step inputs differ in shape or have no time axis, or ``n`` is
+            not a positive integer.
+    """
+    shape = _check_shapes(
+        rewards=rewards, next_values=next_values, terminated=terminated, truncated=truncated
+    )
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer (steps summed), got {n!r}")
+    length = shape[0]
+    dtype = next_values.dtype
+    # Window k of step t reads step min(t + k, T - 1); the step T - 1 ends every window that
+    # reaches it, as a truncation (a bootstrap) unless it terminated.
+    at = jnp.arange(length)[:, None] + jnp.arange(n)[None, :]  # (T, n)
+    idx = jnp.minimum(at, length - 1)
+    last = (at >= length - 1).reshape(at.shape + (1,) * (len(shape) - 1))
+
+    def windows(x: jax.Array) -> jax.Array:
+        return jnp.moveaxis(x[idx], 1, -1)  # (T, ..., n)
+
+    ret = nstep_return(
+        windows(rewards.astype(dtype)),
+        windows(terminated),
+        jnp.moveaxis(truncated[idx] | last, 1, -1),
+        gamma,
+    )
+    stop = jnp.arange(length).reshape((length,) + (1,) * (len(shape) - 1)) + ret.index
+    bootstrap = jnp.take_along_axis(next_values, stop, axis=0)
+    return ret.reward + ret.discount * bootstrap

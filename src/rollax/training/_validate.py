@@ -80,12 +80,19 @@ def check_replay(config: Any) -> None:
             f"num_envs={config.num_envs} (each environment fills its share); use "
             f"{below or config.num_envs} or {below + config.num_envs}."
         )
-    if config.buffer_size // config.num_envs < 2 * config.n_step:
+    if config.buffer_size // config.num_envs < 2 * config.replay_length:
         raise ValueError(
             f"{name}.buffer_size={config.buffer_size} keeps "
             f"{config.buffer_size // config.num_envs} steps per environment, too few for "
-            f"windows of n_step={config.n_step}; use buffer_size >= "
-            f"{2 * config.n_step * config.num_envs}."
+            f"windows of replay_length={config.replay_length} steps; use buffer_size >= "
+            f"{2 * config.replay_length * config.num_envs}."
+        )
+    length = config.replay_length
+    if max(config.learning_starts, config.steps_per_iteration) < length * config.num_envs:
+        raise ValueError(
+            f"{name}.learning_starts={config.learning_starts} would sample windows of "
+            f"{length} steps (replay_length) from a buffer holding fewer per environment; "
+            f"use learning_starts >= replay_length * num_envs = {length * config.num_envs}."
         )
     if config.learning_starts > config.buffer_size:
         raise ValueError(

@@ -5,6 +5,14 @@ one seed; the shared off-policy driver (:mod:`rollax.agents._offpolicy`) acts wi
 the replay buffer and calls :func:`make_dqn`'s ``learn`` for each gradient step. Targets
 come from windows of ``n_step`` transitions (:func:`rollax.ops.nstep_return`): sums stop at
 a termination, and a truncation bootstraps from its true final observation.
+
+A recurrent Q-network (``recurrent="gru"`` or ``"lstm"``) learns as R2D2 does: each sampled
+sequence is replayed from the carry stored with its first step, with the carry reset
+wherever ``first`` marks an episode's first observation; ``burn_in`` steps refresh that
+carry without gradient; the loss covers the remaining ``sequence_length`` steps, with
+n-step (:func:`rollax.ops.nstep_targets`) or Peng's Q(λ) targets
+(:func:`rollax.ops.lambda_returns`) built inside the sequence. A step that ended an episode
+bootstraps from its final observation under the carry of the episode that ended.
 """
 
 from __future__ import annotations
@@ -23,12 +31,12 @@ from rollax.agents._offpolicy import (
     observe_for_policy,
 )
 from rollax.agents.dqn.config import DQNConfig
-from rollax.agents.dqn.losses import next_state_value, q_learning_loss
+from rollax.agents.dqn.losses import next_state_value, q_learning_loss, sequence_priority
+from rollax.agents.dqn.network import QFunction, q_function
 from rollax.buffers import Transition
 from rollax.envs import VecEnv
-from rollax.networks import QNetwork
-from rollax.ops import nstep_return
-from rollax.spaces import Discrete, is_image_key, observation_spec
+from rollax.ops import lambda_returns, nstep_return, nstep_targets
+from rollax.spaces import Discrete
 from rollax.training import Agent, GradientStep, layout_for, map_seeds, polyak, training_env
 from rollax.types import PRNGKey
 
@@ -87,10 +95,15 @@ class DQN(Agent):
     Attributes:
         q_values: ``(state, obs) -> q``: every seed's online Q-values, float32
             ``(num_seeds, B, num_actions)`` for observations ``(num_seeds, B, ...)`` (raw:
-            normalized inside when ``normalize_obs``).
+            normalized inside when ``normalize_obs``). A recurrent network sees each
+            observation as the first of an episode (a fresh carry); step ``q_function``
+            with a carry for the values inside an episode.
+        q_function: The Q-network's :class:`~rollax.agents.dqn.network.QFunction`, for one
+            seed's parameters (``state.learner.params`` of one seed).
     """
 
     q_values: Any = None
+    q_function: QFunction | None = None
 
 
 def epsilon(hp: DQNHyperParams, env_steps: jax.Array) -> jax.Array:
@@ -123,18 +136,8 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             f"make_dqn: DQN chooses among discrete actions; {env.env_id} has "
             f"{env.action_space!r}. Use SAC (rollax.agents.sac) for continuous actions."
         )
-    obs_spec = observation_spec(env.observation_space, "make_dqn: DQN")
     num_actions = int(env.action_space.n)
-    network = QNetwork(
-        num_actions=num_actions,
-        hidden_sizes=tuple(config.hidden_sizes),
-        activation=config.activation,
-        dueling=config.dueling,
-        image_shapes={k: s.shape for k, s in obs_spec.items() if is_image_key(k)}
-        if isinstance(obs_spec, dict)
-        else None,
-        layer_norm=config.encoder_layer_norm,
-    )
+    network, obs_spec = q_function(config, env, num_actions)
     step = GradientStep(mean=layout.mean, clip_value=config.clip_grad_value)
 
     def init_learner(key: PRNGKey) -> DQNLearner:
@@ -160,41 +163,107 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             steps=jnp.zeros((), jnp.int32),
         )
 
-    def epsilon_greedy(params: Any, obs: Any, key: PRNGKey, eps: jax.Array) -> jax.Array:
-        """int32 ``(B,)`` actions: greedy, or uniform with probability ``eps``."""
-        greedy = jnp.argmax(network.apply(params, obs), axis=-1).astype(jnp.int32)
+    def epsilon_greedy(
+        params: Any, obs: Any, first: jax.Array, carry: Any, key: PRNGKey, eps: jax.Array
+    ) -> tuple[jax.Array, Any]:
+        """int32 ``(B,)`` actions, greedy or uniform with probability ``eps``; the carry."""
+        carry, q = network.apply(params, obs, first, carry)
+        greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
         k_explore, k_action = jax.random.split(key)
         batch = greedy.shape
         explore = jax.random.uniform(k_explore, batch) < eps
         random = jax.random.randint(k_action, batch, 0, num_actions, jnp.int32)
-        return jnp.where(explore, random, greedy)
+        return jnp.where(explore, random, greedy), carry
 
     def act(
-        learner: DQNLearner, explore: None, obs: Any, key: PRNGKey, env_steps: jax.Array
+        learner: DQNLearner,
+        explore: None,
+        obs: Any,
+        first: jax.Array,
+        carry: Any,
+        key: PRNGKey,
+        env_steps: jax.Array,
     ) -> tuple:
         eps = epsilon(learner.hparams, env_steps)
-        return epsilon_greedy(learner.params, obs, key, eps), explore
+        action, carry = epsilon_greedy(learner.params, obs, first, carry, key, eps)
+        return action, explore, carry
+
+    def window_loss(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+        """The loss of windows ``(B, n_step, ...)``: the first step's TD error."""
+        ret = nstep_return(batch.reward, batch.terminated, batch.truncated, learner.hparams.gamma)
+        rows = jnp.arange(ret.index.shape[0])
+        next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
+        q_of = lambda params, obs: network.apply(params, obs, None, ())[1]  # noqa: E731
+        bootstrap = next_state_value(
+            q_of(learner.params, next_obs), q_of(learner.target_params, next_obs), config.double_q
+        )
+        target = ret.reward + ret.discount * bootstrap
+        obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
+
+        def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
+            q = q_of(params, obs)
+            loss, td_error = q_learning_loss(q, batch.action[:, 0], target, weight, config.loss)
+            return loss, (target - td_error, jnp.abs(td_error))
+
+        return loss_fn
+
+    def sequence_loss(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+        """The loss of sequences ``(B, burn_in + sequence_length, ...)`` (R2D2)."""
+        hp, burn = learner.hparams, config.burn_in
+        seq = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch.replace(carry=None))
+        start = jax.tree.map(lambda c: c[:, 0], batch.carry)
+        part = lambda tree, at: jax.tree.map(lambda x: x[at], tree)  # noqa: E731
+        head, tail = slice(None, burn), slice(burn, None)
+
+        def burned_in(params: Any) -> Any:
+            if not burn:
+                return start
+            carry = network.unroll(params, part(seq.obs, head), seq.first[head], start).carry
+            return jax.lax.stop_gradient(carry)
+
+        obs, first, next_obs = part(seq.obs, tail), seq.first[tail], part(seq.next_obs, tail)
+        target_q = network.unroll(
+            learner.target_params, obs, first, burned_in(learner.target_params), next_obs
+        ).successor_q
+        online_start = burned_in(learner.params)
+        reward, terminated, truncated = seq.reward[tail], seq.terminated[tail], seq.truncated[tail]
+
+        def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
+            out = network.unroll(params, obs, first, online_start, next_obs)
+            online_next = jax.lax.stop_gradient(out.successor_q)
+            bootstrap = next_state_value(online_next, target_q, config.double_q)
+            if config.td_lambda:
+                target = lambda_returns(
+                    reward, bootstrap, bootstrap, terminated, truncated, hp.gamma,
+                    config.td_lambda,
+                )  # fmt: skip
+            else:
+                target = nstep_targets(
+                    reward, bootstrap, terminated, truncated, hp.gamma, config.n_step
+                )
+            t, b = target.shape
+            loss, td_error = q_learning_loss(
+                out.q.reshape(t * b, -1),
+                seq.action[tail].reshape(t * b),
+                target.reshape(t * b),
+                jnp.broadcast_to(weight, (t, b)).reshape(t * b),
+                config.loss,
+            )
+            td_error = td_error.reshape(t, b)
+            return loss, (target - td_error, sequence_priority(td_error))
+
+        return loss_fn
+
+    recurrent = config.recurrent != "none"
 
     def learn(
         learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey
     ) -> tuple[DQNLearner, dict[str, jax.Array], jax.Array]:
         hp = learner.hparams
-        ret = nstep_return(batch.reward, batch.terminated, batch.truncated, hp.gamma)
-        rows = jnp.arange(ret.index.shape[0])
-        next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
-        bootstrap = next_state_value(
-            network.apply(learner.params, next_obs),
-            network.apply(learner.target_params, next_obs),
-            config.double_q,
+        loss_fn = (sequence_loss if recurrent else window_loss)(learner, batch, weight)
+        (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            learner.params
         )
-        target = ret.reward + ret.discount * bootstrap
-        obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
-
-        def loss_fn(params: Any) -> tuple[jax.Array, jax.Array]:
-            q = network.apply(params, obs)
-            return q_learning_loss(q, batch.action[:, 0], target, weight, config.loss)
-
-        (loss, td_error), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.params)
         max_norm = jnp.float32(config.max_grad_norm) if config.max_grad_norm else None
         params, opt_state = step(
             learner.params, learner.opt_state, grads, hp.learning_rate, max_norm
@@ -209,14 +278,20 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         learner = learner.replace(
             params=params, target_params=target_params, opt_state=opt_state, steps=steps
         )
-        q_taken = target - td_error
         metrics = {"td_loss": loss, "q_value": q_taken.mean()}
-        return learner, metrics, jnp.abs(td_error)
+        return learner, metrics, priority
 
-    def policy_act(learner: DQNLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
+    def policy_act(
+        learner: DQNLearner,
+        obs: Any,
+        first: jax.Array,
+        carry: Any,
+        key: PRNGKey,
+        deterministic: bool,
+    ) -> tuple[jax.Array, Any]:
         """Greedy actions, or epsilon-greedy ones at the final epsilon: int32 ``(B,)``."""
         eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
-        return epsilon_greedy(learner.params, obs, key, eps)
+        return epsilon_greedy(learner.params, obs, first, carry, key, eps)
 
     def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
         """Stretch the exploration schedule to a new budget."""
@@ -229,7 +304,9 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     def q_values(state: OffPolicyState, obs: Any) -> jax.Array:
         def one_seed(state: OffPolicyState, obs: Any) -> jax.Array:
             seen = observe_for_policy(state, obs, config.normalize_obs)
-            return network.apply(state.learner.params, seen)
+            batch = jax.tree.leaves(seen)[0].shape[0]
+            first = jnp.ones((batch,), bool)
+            return network.apply(state.learner.params, seen, first, network.initial_carry(batch))[1]
 
         return map_seeds(one_seed, config.num_seeds, (LAYOUT, "seed"))(state, obs)
 
@@ -248,5 +325,6 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         importance_exponent=(lambda learner: learner.hparams.importance_exponent)
         if config.prioritized
         else None,
+        initial_carry=network.initial_carry,
     )
-    return DQN(**vars(agent), q_values=jax.jit(q_values))
+    return DQN(**vars(agent), q_values=jax.jit(q_values), q_function=network)

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Literal
 
 from rollax.agents._offpolicy_config import OffPolicyConfig, with_defaults
+from rollax.networks import CELLS
 from rollax.training._validate import check_fields
 
 __all__ = ["PRESETS", "DQNConfig"]
@@ -23,11 +24,14 @@ __all__ = ["PRESETS", "DQNConfig"]
     normalize_obs=False,
 )
 class DQNConfig(OffPolicyConfig):
-    """Configuration of a DQN training run (double, dueling, n-step, prioritized options).
+    """Configuration of a DQN training run (double, dueling, n-step, prioritized, recurrent).
 
     The defaults are rejax's settings for CartPole-v1 (its configs/gymnax/cartpole.yaml).
     The fields every off-policy agent has are :class:`rollax.agents.OffPolicyConfig`'s; here, the
-    exploration schedule spans ``total_steps``.
+    exploration schedule spans ``total_steps``. With ``recurrent``, DQN learns in the manner
+    of R2D2 (Kapturowski et al., 2019): replay samples sequences of ``burn_in +
+    sequence_length`` steps (``batch_size`` of them per gradient step), each replayed from
+    the carry stored with its first step.
     """
 
     double_q: bool = True
@@ -56,9 +60,28 @@ class DQNConfig(OffPolicyConfig):
     """Prioritized replay's alpha."""
     importance_exponent: float = 0.4
     """Prioritized replay's beta: how much the importance weights correct the sampling."""
+    recurrent: Literal["none", "gru", "lstm"] = "none"
+    """A recurrent Q-network: a gru or lstm cell between the encoder (an MLP of hidden_sizes,
+    after the image encoders for dict observations) and the Q head, whose carry resets at
+    every episode start. Replay then samples sequences (R2D2). none: a feed-forward
+    Q-network on single windows."""
+    cell_size: int = 128
+    """Recurrent: features of the cell's state."""
+    sequence_length: int = 20
+    """Recurrent: steps of each sampled sequence that the loss trains on, after burn_in.
+    Targets are built inside the sequence (n_step or td_lambda), and its last step
+    bootstraps from its own successor."""
+    burn_in: int = 0
+    """Recurrent: steps at the start of each sampled sequence replayed without gradient, from
+    the stored carry, to refresh the carry under the current parameters before the loss."""
+    td_lambda: float = 0.0
+    """Recurrent: λ of Peng's Q(λ) targets over each sequence (rollax.ops.lambda_returns);
+    0: n_step targets. They stop at a termination and bootstrap a truncation from its final
+    observation, under the carry of the episode that ended."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
+        self._validate_recurrent()  # first: replay_length depends on its fields
         self.validate_offpolicy()
         check_fields(self, "positive_int", "target_update_every")
         check_fields(self, "positive", "exploration_fraction")
@@ -67,6 +90,42 @@ class DQNConfig(OffPolicyConfig):
         check_fields(self, "non_negative", "clip_grad_value", "max_grad_norm", "priority_exponent")
         if self.loss not in ("huber", "mse"):
             raise ValueError(f"DQNConfig.loss must be 'huber' or 'mse', got {self.loss!r}.")
+
+    @property
+    def replay_length(self) -> int:
+        """Steps per sampled window: n_step, or burn_in + sequence_length when recurrent."""
+        if self.recurrent == "none":
+            return self.n_step
+        return self.burn_in + self.sequence_length
+
+    def _validate_recurrent(self) -> None:
+        if self.recurrent not in ("none", *CELLS):
+            raise ValueError(
+                f"DQNConfig.recurrent must be 'none', 'gru' or 'lstm', got {self.recurrent!r}."
+            )
+        check_fields(self, "positive_int", "cell_size", "sequence_length", "n_step")
+        check_fields(self, "non_negative_int", "burn_in")
+        check_fields(self, "unit_interval", "td_lambda")
+        if self.recurrent == "none":
+            if self.td_lambda:
+                raise ValueError(
+                    f"DQNConfig.td_lambda={self.td_lambda} applies to recurrent DQN's "
+                    "sequences; set recurrent='gru' or 'lstm', or use n_step for multi-step "
+                    "targets."
+                )
+            return
+        if self.td_lambda and self.n_step > 1:
+            raise ValueError(
+                f"DQNConfig.td_lambda={self.td_lambda} and n_step={self.n_step} are two "
+                "kinds of multi-step target; keep one (n_step=1 with td_lambda, or "
+                "td_lambda=0 with n_step)."
+            )
+        if self.n_step > self.sequence_length:
+            raise ValueError(
+                f"DQNConfig.n_step={self.n_step} exceeds sequence_length="
+                f"{self.sequence_length}: n-step targets are built inside each sequence; use "
+                f"n_step <= {self.sequence_length}."
+            )
 
 
 PRESETS: dict[str, DQNConfig] = {

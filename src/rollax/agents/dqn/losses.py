@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-__all__ = ["next_state_value", "q_learning_loss"]
+__all__ = ["next_state_value", "q_learning_loss", "sequence_priority"]
 
 
 def next_state_value(
@@ -57,3 +57,17 @@ def q_learning_loss(
     if weight is not None:
         per_sample = per_sample * weight
     return per_sample.mean(), td_error
+
+
+def sequence_priority(td_error: jax.Array, eta: float = 0.9) -> jax.Array:
+    """R2D2's priority of each sequence: ``eta * max |td| + (1 - eta) * mean |td|``.
+
+    Args:
+        td_error: float ``(T, B)``: the TD errors of ``B`` sequences of ``T`` steps.
+        eta: Weight of the largest error.
+
+    Returns:
+        float32 ``(B,)``.
+    """
+    size = jnp.abs(td_error)
+    return eta * size.max(axis=0) + (1.0 - eta) * size.mean(axis=0)

@@ -22,6 +22,8 @@ from rollax.agents._offpolicy import (
     LAYOUT,
     OffPolicyState,
     build_offpolicy_agent,
+    feedforward_act,
+    feedforward_policy_act,
     observe_for_policy,
 )
 from rollax.agents.sac.config import SACConfig
@@ -304,10 +306,10 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         env=env,
         obs_spec=obs_spec,
         init_learner=init_learner,
-        act=act,
+        act=feedforward_act(act),
         learn=learn,
         metric_names=METRICS,
-        policy_act=policy_act,
+        policy_act=feedforward_policy_act(policy_act),
         with_budget=lambda state, total_steps: state,
         init_explore=init_noise if config.exploration_correlation > 0 else None,
     )
