@@ -31,11 +31,17 @@ from rollax.agents._offpolicy import (
     observe_for_policy,
 )
 from rollax.agents.dqn.config import DQNConfig
-from rollax.agents.dqn.losses import next_state_value, q_learning_loss, sequence_priority
+from rollax.agents.dqn.losses import next_state_value, q_learning_loss
 from rollax.agents.dqn.network import QFunction, q_function
+from rollax.agents.dqn.sequences import (
+    SequenceReplay,
+    replay_sequences,
+    sequence_loss,
+    sequence_targets,
+)
 from rollax.buffers import Transition
 from rollax.envs import VecEnv
-from rollax.ops import lambda_returns, nstep_return, nstep_targets
+from rollax.ops import nstep_return
 from rollax.spaces import Discrete
 from rollax.training import Agent, GradientStep, layout_for, map_seeds, polyak, training_env
 from rollax.types import PRNGKey
@@ -100,10 +106,16 @@ class DQN(Agent):
             with a carry for the values inside an episode.
         q_function: The Q-network's :class:`~rollax.agents.dqn.network.QFunction`, for one
             seed's parameters (``state.learner.params`` of one seed).
+        targets: ``(learner, batch) -> targets``: the TD targets the learner trains on, for
+            one seed's learner and a batch as replay samples it (observations as the
+            learner sees them): float32 ``(B,)`` for windows ``(B, n_step, ...)``, or
+            ``(B, sequence_length)`` for a recurrent learner's sequences ``(B, burn_in +
+            sequence_length, ...)``.
     """
 
     q_values: Any = None
     q_function: QFunction | None = None
+    targets: Any = None
 
 
 def epsilon(hp: DQNHyperParams, env_steps: jax.Array) -> jax.Array:
@@ -188,16 +200,24 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         action, carry = epsilon_greedy(learner.params, obs, first, carry, key, eps)
         return action, explore, carry
 
-    def window_loss(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
-        """The loss of windows ``(B, n_step, ...)``: the first step's TD error."""
+    recurrent = config.recurrent != "none"
+
+    def window_targets(learner: DQNLearner, batch: Transition) -> jax.Array:
+        """float32 ``(B,)`` targets of windows ``(B, n_step, ...)``: their first steps'."""
         ret = nstep_return(batch.reward, batch.terminated, batch.truncated, learner.hparams.gamma)
         rows = jnp.arange(ret.index.shape[0])
         next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
-        q_of = lambda params, obs: network.apply(params, obs, None, ())[1]  # noqa: E731
         bootstrap = next_state_value(
             q_of(learner.params, next_obs), q_of(learner.target_params, next_obs), config.double_q
         )
-        target = ret.reward + ret.discount * bootstrap
+        return ret.reward + ret.discount * bootstrap
+
+    def q_of(params: Any, obs: Any) -> jax.Array:
+        return network.apply(params, obs, None, ())[1]
+
+    def window_loss(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+        """The loss of windows ``(B, n_step, ...)``: the first step's TD error."""
+        target = window_targets(learner, batch)
         obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
 
         def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
@@ -207,60 +227,32 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
 
         return loss_fn
 
-    def sequence_loss(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
-        """The loss of sequences ``(B, burn_in + sequence_length, ...)`` (R2D2)."""
-        hp, burn = learner.hparams, config.burn_in
-        seq = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch.replace(carry=None))
-        start = jax.tree.map(lambda c: c[:, 0], batch.carry)
-        part = lambda tree, at: jax.tree.map(lambda x: x[at], tree)  # noqa: E731
-        head, tail = slice(None, burn), slice(burn, None)
+    def replay(learner: DQNLearner, batch: Transition) -> SequenceReplay:
+        return replay_sequences(
+            network, config.burn_in, learner.params, learner.target_params, batch
+        )
 
-        def burned_in(params: Any) -> Any:
-            if not burn:
-                return start
-            carry = network.unroll(params, part(seq.obs, head), seq.first[head], start).carry
-            return jax.lax.stop_gradient(carry)
+    def loss_of(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+        if not recurrent:
+            return window_loss(learner, batch, weight)
+        return sequence_loss(network, config, replay(learner, batch), weight, learner.hparams.gamma)
 
-        obs, first, next_obs = part(seq.obs, tail), seq.first[tail], part(seq.next_obs, tail)
-        target_q = network.unroll(
-            learner.target_params, obs, first, burned_in(learner.target_params), next_obs
-        ).successor_q
-        online_start = burned_in(learner.params)
-        reward, terminated, truncated = seq.reward[tail], seq.terminated[tail], seq.truncated[tail]
-
-        def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
-            out = network.unroll(params, obs, first, online_start, next_obs)
-            online_next = jax.lax.stop_gradient(out.successor_q)
-            bootstrap = next_state_value(online_next, target_q, config.double_q)
-            if config.td_lambda:
-                target = lambda_returns(
-                    reward, bootstrap, bootstrap, terminated, truncated, hp.gamma,
-                    config.td_lambda,
-                )  # fmt: skip
-            else:
-                target = nstep_targets(
-                    reward, bootstrap, terminated, truncated, hp.gamma, config.n_step
-                )
-            t, b = target.shape
-            loss, td_error = q_learning_loss(
-                out.q.reshape(t * b, -1),
-                seq.action[tail].reshape(t * b),
-                target.reshape(t * b),
-                jnp.broadcast_to(weight, (t, b)).reshape(t * b),
-                config.loss,
-            )
-            td_error = td_error.reshape(t, b)
-            return loss, (target - td_error, sequence_priority(td_error))
-
-        return loss_fn
-
-    recurrent = config.recurrent != "none"
+    def targets(learner: DQNLearner, batch: Transition) -> jax.Array:
+        if not recurrent:
+            return window_targets(learner, batch)
+        replayed = replay(learner, batch)
+        steps = replayed.steps
+        online = network.unroll(
+            learner.params, steps.obs, steps.first, replayed.online_start, steps.next_obs
+        )
+        target = sequence_targets(config, replayed, online.successor_q, learner.hparams.gamma)
+        return target.T
 
     def learn(
         learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey
     ) -> tuple[DQNLearner, dict[str, jax.Array], jax.Array]:
         hp = learner.hparams
-        loss_fn = (sequence_loss if recurrent else window_loss)(learner, batch, weight)
+        loss_fn = loss_of(learner, batch, weight)
         (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             learner.params
         )
@@ -327,4 +319,4 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         else None,
         initial_carry=network.initial_carry,
     )
-    return DQN(**vars(agent), q_values=jax.jit(q_values), q_function=network)
+    return DQN(**vars(agent), q_values=jax.jit(q_values), q_function=network, targets=targets)
