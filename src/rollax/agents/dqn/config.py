@@ -150,6 +150,30 @@ PRESETS: dict[str, DQNConfig] = {
         max_grad_norm=10.0,
         compact_replay=True,
     ),
+    "RepeatPrevious-v0": DQNConfig(
+        num_envs=16,
+        total_steps=80_000,
+        buffer_size=16_000,
+        learning_starts=800,
+        batch_size=32,
+        gradient_steps=1,
+        train_every=1,
+        learning_rate=1e-3,
+        n_step=3,
+        tau=1.0,
+        target_update_every=250,
+        exploration_fraction=0.3,
+        exploration_end=0.02,
+        hidden_sizes=(64,),
+        activation="relu",
+        loss="huber",
+        normalize_obs=False,
+        recurrent="gru",
+        cell_size=64,
+        sequence_length=10,
+        burn_in=5,
+    ),
 }
 """Per-environment defaults. CartPole's are rejax's settings for it (its
-configs/gymnax/cartpole.yaml)."""
+configs/gymnax/cartpole.yaml); RepeatPrevious's are a recurrent learner (R2D2) of sequences
+of 10 steps after a burn-in of 5."""
