@@ -134,20 +134,26 @@ def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(
     ]
 
 
-def test_dqn_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_env):
+def test_recurrent_dqn_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_env):
+    # The recurrent learner (R2D2) is DQN with --recurrent: the same run directory, resume
+    # with its carries, and a video whose policy threads its carry through the episode.
     run_dir = tmp_path / "dqn"
-    rollax("train", "dqn", "--env", "CartPole-v1", *TINY_DQN, "--total-steps", "800",
-           "--log-every", "200", "--eval-episodes", "2", "--run-dir", str(run_dir),
+    rollax("train", "dqn", "--env", "StatelessCartPole-v1", *TINY_DQN, "--recurrent", "gru",
+           "--cell-size", "8", "--sequence-length", "4", "--burn-in", "2", "--total-steps",
+           "800", "--log-every", "200", "--eval-episodes", "2", "--run-dir", str(run_dir),
            env=cli_env)  # fmt: skip
     config = json.loads((run_dir / "config.json").read_text())
     assert config["algo"] == "dqn" and config["config"]["buffer_size"] == 4000
+    assert config["config"]["recurrent"] == "gru" and config["config"]["burn_in"] == 2
     rows = metrics(run_dir)
     assert [int(r["env_steps"]) for r in rows] == [200, 400, 600, 800]
     assert rows[0]["td_loss"] == "0" and float(rows[-1]["td_loss"]) > 0  # learning from 400
     rollax("resume", str(run_dir), "--total-steps", "1200", env=cli_env)
     assert [int(r["env_steps"]) for r in metrics(run_dir)][-1] == 1200
-    out = rollax("eval", str(run_dir), "--episodes", "3", env=cli_env)
+    video = tmp_path / "episode.gif"
+    out = rollax("eval", str(run_dir), "--episodes", "3", "--video", str(video), env=cli_env)
     assert json.loads(out.stdout)["env_steps"] == 1200
+    assert iio.imread(video, index=None).ndim == 4
     proc = rollax("train", "dqn", "--env", "Pendulum-v1", "--no-progress", env=cli_env,
                   check=False)  # fmt: skip
     assert proc.returncode == 2 and "DQN chooses among discrete actions" in proc.stderr
