@@ -1,18 +1,20 @@
-"""Recurrent PPO on memory tasks: final return, time to threshold and throughput, rollax
-against memorax 1.0.1.
+"""Recurrent agents on memory tasks: final return, time to threshold and throughput, rollax's
+recurrent PPO against memorax 1.0.1's, and rollax's recurrent DQN (R2D2).
 
-Two partially observed tasks, each trained by four agents, ``--seeds`` seeds one after the
-other (each compiling afresh: ``jax.clear_caches()``), every agent on the same budget:
+Three partially observed tasks, ``--seeds`` seeds one after the other (each compiling
+afresh: ``jax.clear_caches()``), every agent of a task on the same budget:
 
 ==========================  ==========  =========  ====================================
 task                        budget      threshold  episode
 ==========================  ==========  =========  ====================================
 StatelessCartPole-v1        1,048,576   450        CartPole without velocities, 500 max
 gymnax/MemoryChain-bsuite   262,144     0.9        6 steps: recall one bit after 5
+RepeatPrevious-v0 (DQN)     80,000      0.9        51 cards: name the suit 4 cards ago
 ==========================  ==========  =========  ====================================
 
 MemoryChain's return is +1 (the bit recalled) or -1 (wrong); 0.9 is "solved": 95% of the
-episodes right, with sampled actions (a memoryless policy gets 0).
+episodes right, with sampled actions (a memoryless policy gets 0). RepeatPrevious returns 1
+when every suit is named right, -0.5 on average for a guess.
 
 Agents:
 
@@ -23,6 +25,10 @@ Agents:
 - ``rollax ff`` and ``rollax ff_stack4``: the same configuration feed-forward
   (``recurrent="none"``, hidden layers 64x64), on the last observation or the last 4 stacked
   (``frame_stack=4``): what one tries first without memory.
+- On RepeatPrevious, the agents are DQN's: ``rollax gru`` is
+  ``rollax.agents.dqn.PRESETS["RepeatPrevious-v0"]`` (recurrent DQN, sequences of 10 after a
+  burn-in of 5), ``rollax ff`` the same feed-forward; their final return is greedy (DQN's
+  evaluation), and memorax does not run there.
 - ``memorax gru``: memorax 1.0.1's PPO (``memorax.algorithms.PPO``) with its own GRU
   example's network and settings (``benchmarks/_memorax_worker.py`` lists them), on gymnax's
   ``MemoryChain-bsuite`` (memorax's ``make("gymnax::MemoryChain-bsuite")``) and on rollax's
@@ -72,7 +78,7 @@ order, time-major.
 Usage:
     python benchmarks/recurrent.py [--tasks TASK ...] [--seeds 3] [--episodes 64]
         [--steps N --chunk N]  # override the budget and chunk (a smoke test, not the table)
-        [--skip-memorax] [--variants gru ff ff_stack4]
+        [--skip-memorax] [--variants gru ff ff_stack4]  # ff_stack4: PPO's tasks only
 """
 
 from __future__ import annotations
@@ -103,6 +109,8 @@ TASKS: dict[str, dict[str, Any]] = {
                              "horizon": 500},
     "gymnax/MemoryChain-bsuite": {"threshold": 0.9, "budget": 262_144, "chunk": 4_096,
                                   "horizon": 6},
+    "RepeatPrevious-v0": {"threshold": 0.9, "budget": 80_000, "chunk": 8_000, "horizon": 51,
+                          "agent": "dqn"},
 }  # fmt: skip
 
 # memorax and what it needs, pinned exactly. The packages rollax's interpreter also holds
@@ -132,9 +140,20 @@ VARIANTS = ("gru", "ff", "ff_stack4")
 # ---------------------------------------------------------------------------- rollax
 
 
+def is_dqn_task(task: str) -> bool:
+    """Whether ``task`` is trained by DQN (no memorax run) rather than PPO."""
+    return TASKS[task].get("agent") == "dqn"
+
+
 def rollax_configs(task: str, budget: int) -> tuple[dict[str, Any], bool]:
     """Each rollax variant's configuration for ``task``, and whether a preset was found."""
     from rollax.agents.ppo import PRESETS, PPOConfig
+
+    if is_dqn_task(task):
+        from rollax.agents.dqn import PRESETS as DQN_PRESETS
+
+        gru = DQN_PRESETS[task].replace(total_steps=budget)
+        return {"gru": gru, "ff": gru.replace(recurrent="none")}, True
 
     preset = PRESETS.get(task)
     gru = preset or PPOConfig(
@@ -152,13 +171,16 @@ def rollax_configs(task: str, budget: int) -> tuple[dict[str, Any], bool]:
 def rollax_seed(
     task: str, config: Any, seed: int, chunk: int, episodes: int, threshold: float
 ) -> dict[str, Any]:
-    """Compile rollax's PPO, train the whole budget in chunks, evaluate the final policy."""
+    """Compile rollax's agent, train the whole budget in chunks, evaluate the final policy
+    (sampled actions for PPO, greedy for DQN)."""
+    from rollax.agents.dqn import make_dqn
     from rollax.agents.ppo import make_ppo
 
     jax.clear_caches()
+    sampled = not is_dqn_task(task)
     with Timed() as compile_time:
-        agent = make_ppo(config, task)
-        agent.warmup([(episodes, False)])
+        agent = (make_ppo if sampled else make_dqn)(config, task)
+        agent.warmup([(episodes, not sampled)])
         state = jax.block_until_ready(agent.init(jax.random.key(seed)))
     num_params = sum(x.size for x in jax.tree.leaves(state.params))
     train_s, steps, curve = 0.0, 0, []
@@ -173,7 +195,7 @@ def rollax_seed(
         curve.append(mean)
         if reached_at is None and mean is not None and mean >= threshold:
             reached_at, reached_train_s = steps, train_s
-    returns = agent.evaluate(state, jax.random.key(10_000 + seed), episodes, False)
+    returns = agent.evaluate(state, jax.random.key(10_000 + seed), episodes, not sampled)
     return _record(compile_time.seconds, train_s, steps, reached_at, reached_train_s,
                    float(np.asarray(returns).mean()), curve, num_params)  # fmt: skip
 
@@ -314,7 +336,10 @@ def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
 def plan(task: str, args: argparse.Namespace, configs: dict[str, Any]) -> tuple[int, int]:
     """The chunk and budget: a chunk is a whole number of every agent's rollouts, the
     budget a whole number of chunks."""
-    unit = math.lcm(MEMORAX_BATCH, *(c.batch_size for c in configs.values()))
+    peer = () if is_dqn_task(task) else (MEMORAX_BATCH,)
+    # Environment steps per iteration: PPO's rollout batch, DQN's num_envs * train_every.
+    per_iteration = [getattr(c, "steps_per_iteration", c.batch_size) for c in configs.values()]
+    unit = math.lcm(*peer, *per_iteration)
     budget = args.steps or TASKS[task]["budget"]
     chunk = max(unit, round(min(args.chunk or TASKS[task]["chunk"], budget) / unit) * unit)
     return chunk, max(chunk, budget // chunk * chunk)
@@ -338,14 +363,14 @@ def bench(task: str, args: argparse.Namespace) -> dict[str, Any]:
         "rollax_configs": {k: str(c) for k, c in configs.items() if k in args.variants},
         "runs": {},
     }
-    for variant in args.variants:
+    for variant in [v for v in args.variants if v in configs]:
         runs = []
         for seed in seeds:
             runs.append(rollax_seed(task, configs[variant], seed, chunk, args.episodes,
                                     threshold))  # fmt: skip
             _print_run(f"rollax {variant}", f"seed {seed}", runs[-1])
         report["runs"][f"rollax_{variant}"] = runs
-    if not args.skip_memorax:
+    if not args.skip_memorax and not is_dqn_task(task):
         memorax = memorax_runs(task, seeds, chunk, budget, args)
         report["memorax"] = {k: v for k, v in memorax.items() if k != "runs"}
         report["runs"]["memorax_gru"] = memorax["runs"]

@@ -126,3 +126,17 @@ def test_scaling_benchmark_ends_with_json():
                     "2 processes x 2 devices")
     }  # fmt: skip
     assert all(r["steps_per_s"] > 0 for r in report.values())
+
+
+@pytest.mark.slow
+def test_recurrent_benchmark_ends_with_json():
+    # rollax's agents only (memorax runs from a venv of its own that a test does not build).
+    args = (
+        "--skip-memorax --tasks StatelessCartPole-v1 RepeatPrevious-v0 --seeds 1 "
+        "--steps 4096 --chunk 2048 --episodes 2 --variants gru"
+    )
+    tasks = _report("recurrent.py", args)["tasks"]
+    for task in ("StatelessCartPole-v1", "RepeatPrevious-v0"):
+        summary = tasks[task]["summary"]["rollax_gru"]
+        assert tasks[task]["budget"] == 4096 and summary["median_steps_per_s"] > 0
+        assert summary["median_final_return"] is not None
