@@ -29,6 +29,24 @@ CASES = {
         ),
         256,
     ),
+    "recurrent_dqn": (
+        lambda **kw: make_dqn(
+            DQNConfig(
+                num_envs=8,
+                learning_starts=64,
+                batch_size=32,
+                buffer_size=512,
+                recurrent="gru",
+                cell_size=8,
+                hidden_sizes=(8,),
+                sequence_length=4,
+                burn_in=2,
+                **kw,
+            ),
+            "StatelessCartPole-v1",
+        ),
+        256,
+    ),
     "sac": (
         lambda **kw: make_sac(
             SACConfig(num_envs=4, learning_starts=64, batch_size=32, buffer_size=512, **kw),

@@ -20,7 +20,7 @@ from rollax.training import make_layout
 from rollax.training._layout import _packed_pmean
 
 SCRIPT = Path(__file__).with_name("_devices_check.py")
-AGENTS = ("ppo", "dqn", "sac")
+AGENTS = ("ppo", "dqn", "recurrent_dqn", "sac")
 # Parameters after a few gradient steps: float32 sums in another order differ in their last
 # bits, which later steps carry on (1.7e-6 was the largest difference seen, SAC's).
 TOLERANCE = 1e-4
