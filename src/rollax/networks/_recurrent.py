@@ -84,12 +84,25 @@ def _core(cell: str, cell_size: int) -> nn.Module:
     return _CELL_MODULES[cell](features=cell_size)
 
 
-def _cell_step(
-    module: Any, carry: Any, features: jax.Array, first: jax.Array
-) -> tuple[Any, jax.Array]:
-    """``module.core`` on ``B`` sequences, from a fresh carry where ``first`` (bool ``(B,)``)."""
-    fresh = initial_carry(module.cell, module.cell_size, features.shape[0])
-    return module.core(reset_carry(carry, first, fresh), features)
+class _Recurrent(nn.Module):
+    """What the recurrent networks share: the encoder and the cell's step.
+
+    Each network sets up an encoder (``torso``), run on every observation at once, and a
+    cell (``core``), stepped one observation at a time.
+    """
+
+    def encode(self, obs: Any) -> jax.Array:
+        """Observations ``(..., *shape)`` -> float32 features ``(..., hidden_sizes[-1])``."""
+        return self.torso(obs)
+
+    def step(self, carry: Any, features: jax.Array, first: jax.Array) -> tuple[Any, jax.Array]:
+        """One cell step of ``B`` sequences: ``(carry, y (B, cell_size))``.
+
+        ``carry`` is reset to its initial value first where ``first`` (bool ``(B,)``) marks
+        an episode's first observation.
+        """
+        fresh = initial_carry(self.cell, self.cell_size, features.shape[0])
+        return self.core(reset_carry(carry, first, fresh), features)
 
 
 class _Heads(nn.Module):
@@ -107,7 +120,7 @@ class _Heads(nn.Module):
         return heads(self, actor, critic, self.action_dim, self.discrete)
 
 
-class RecurrentActorCritic(nn.Module):
+class RecurrentActorCritic(_Recurrent):
     """Encoder, recurrent cell, and separate actor and critic heads on the cell's output.
 
     The encoder (an MLP on vector observations; for dict observations a CNN per image, or
@@ -149,18 +162,6 @@ class RecurrentActorCritic(nn.Module):
         )
         self.heads = _Heads(self.action_dim, self.discrete, self.head_size, self.activation)
 
-    def encode(self, obs: Any) -> jax.Array:
-        """Observations ``(..., *shape)`` -> float32 features ``(..., hidden_sizes[-1])``."""
-        return self.torso(obs)
-
-    def step(self, carry: Any, features: jax.Array, first: jax.Array) -> tuple[Any, jax.Array]:
-        """One cell step of ``B`` sequences: ``(carry, y (B, cell_size))``.
-
-        ``carry`` is reset to its initial value first where ``first`` (bool ``(B,)``) marks
-        an episode's first observation.
-        """
-        return _cell_step(self, carry, features, first)
-
     def outputs(self, y: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Cell outputs ``(..., cell_size)`` -> ``(logits_or_mean, log_std, value)``."""
         return self.heads(y)
@@ -180,7 +181,7 @@ class _QHead(nn.Module):
         return q_head(y, self.num_actions, self.dueling)
 
 
-class RecurrentQNetwork(nn.Module):
+class RecurrentQNetwork(_Recurrent):
     """Encoder, recurrent cell and a Q-value head: the Q-network of recurrent DQN (R2D2).
 
     The encoder (an MLP on vector observations; for dict observations a CNN per image
@@ -216,18 +217,6 @@ class RecurrentQNetwork(nn.Module):
             self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm, "cnn"
         )
         self.head = _QHead(self.num_actions, self.dueling)
-
-    def encode(self, obs: Any) -> jax.Array:
-        """Observations ``(..., *shape)`` -> float32 features ``(..., hidden_sizes[-1])``."""
-        return self.torso(obs)
-
-    def step(self, carry: Any, features: jax.Array, first: jax.Array) -> tuple[Any, jax.Array]:
-        """One cell step of ``B`` sequences: ``(carry, y (B, cell_size))``.
-
-        ``carry`` is reset to its initial value first where ``first`` (bool ``(B,)``) marks
-        an episode's first observation.
-        """
-        return _cell_step(self, carry, features, first)
 
     def q_values(self, y: jax.Array) -> jax.Array:
         """Cell outputs ``(..., cell_size)`` -> float32 Q-values ``(..., num_actions)``."""

@@ -132,19 +132,7 @@ def q_function(config: DQNConfig, env: VecEnv, num_actions: int) -> tuple[QFunct
     images = (
         {k: s.shape for k, s in spec.items() if is_image_key(k)} if isinstance(spec, dict) else None
     )
-    if config.recurrent != "none":
-        module = RecurrentQNetwork(
-            num_actions=num_actions,
-            cell=config.recurrent,
-            cell_size=config.cell_size,
-            hidden_sizes=tuple(config.hidden_sizes),
-            activation=config.activation,
-            dueling=config.dueling,
-            image_shapes=images,
-            layer_norm=config.encoder_layer_norm,
-        )
-        return recurrent_q(module), spec
-    module = QNetwork(
+    shared = dict(
         num_actions=num_actions,
         hidden_sizes=tuple(config.hidden_sizes),
         activation=config.activation,
@@ -152,4 +140,8 @@ def q_function(config: DQNConfig, env: VecEnv, num_actions: int) -> tuple[QFunct
         image_shapes=images,
         layer_norm=config.encoder_layer_norm,
     )
+    if config.recurrent != "none":
+        module = RecurrentQNetwork(cell=config.recurrent, cell_size=config.cell_size, **shared)
+        return recurrent_q(module), spec
+    module = QNetwork(**shared)
     return feedforward_q(module), spec
