@@ -126,7 +126,7 @@ class RecurrentActorCritic(_Recurrent):
     The encoder (an MLP on vector observations; for dict observations a CNN per image, or
     the flattened image, joined with the vectors first) runs on every observation at once;
     only the cell runs step by step. Call it through its methods, as
-    :func:`rollax.agents.ppo.recurrent_network` does: :meth:`encode`, :meth:`step` and
+    :func:`rollax.agents.ppo.recurrent_network` does: ``encode``, ``step`` and
     :meth:`outputs`; ``__call__`` is one whole step, for ``init``.
 
     Attributes:
@@ -187,7 +187,7 @@ class RecurrentQNetwork(_Recurrent):
     The encoder (an MLP on vector observations; for dict observations a CNN per image
     joined with the vectors first) runs on every observation at once; only the cell runs
     step by step. Call it through its methods, as :func:`rollax.agents.dqn.q_function` does:
-    :meth:`encode`, :meth:`step` and :meth:`q_values`; ``__call__`` is one whole step, for
+    ``encode``, ``step`` and :meth:`q_values`; ``__call__`` is one whole step, for
     ``init``.
 
     Attributes:
