@@ -70,3 +70,16 @@ def test_single_file_recurrent_ppo_solves_stateless_cartpole():
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("eval_return=")
     assert float(last.removeprefix("eval_return=")) >= 450, result.stdout
+
+
+@pytest.mark.slow
+def test_maze_curriculum_raises_the_goal_distance_in_a_run_directory(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "maze_curriculum.py"), "--total-steps",
+         "65536", "--eval-episodes", "8", "--run-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    assert "min_goal_distance -> 2" in result.stdout  # the first stage is solved at once
+    assert result.stdout.strip().splitlines()[-1].startswith("eval_return=")
+    assert (tmp_path / "run" / "metrics.csv").is_file()
+    assert any((tmp_path / "run" / "checkpoints").iterdir())

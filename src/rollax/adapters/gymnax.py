@@ -17,6 +17,7 @@ frame stacking and pixel augmentation take as they take rendered cameras (docs/d
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -76,6 +77,21 @@ def _space(space: Any) -> Space:
     raise TypeError(f"gymnax space {type(space).__name__} has no rollax equivalent yet.")
 
 
+def _widen_low(low: float) -> Callable[[Box], Box]:
+    def widen(space: Box) -> Box:
+        return Box(np.minimum(space.low, low), space.high, space.shape)
+
+    return widen
+
+
+_SPACE_CORRECTIONS: dict[str, Callable[[Box], Box]] = {
+    # gymnax declares [0, 2 * num_bits], but the context bits are observed as -1 or +1.
+    "MemoryChain-bsuite": _widen_low(-1.0),
+}
+"""Observation spaces gymnax declares narrower than what the environments observe (found by
+:func:`rollax.envs.check_env`), corrected so that observations lie in their space."""
+
+
 class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
     """A gymnax environment with rollax's semantics.
 
@@ -102,6 +118,7 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
         if pixels is not None and not isinstance(pixels, bool):
             raise TypeError(f"pixels must be None, True or False, got {pixels!r}")
         space = _space(self._env.observation_space(self._params))
+        space = _SPACE_CORRECTIONS.get(env_id, lambda s: s)(space)
         image = _is_image(space)
         if pixels and not image:
             raise ValueError(

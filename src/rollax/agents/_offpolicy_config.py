@@ -54,7 +54,8 @@ class OffPolicyConfig(ScaleConfig):
     """Transitions summed into each target before bootstrapping (1: one-step targets). Sums
     stop at a termination and bootstrap a truncation from its true final observation."""
     tau: float = 0.02
-    """Weight of the online network in each target update (Polyak averaging; 1.0 copies)."""
+    """Weight of the online network in each target update (Polyak averaging; 1.0 copies), in
+    (0, 1]."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Widths of the hidden layers of each network."""
     activation: Activation = "swish"
@@ -92,7 +93,9 @@ class OffPolicyConfig(ScaleConfig):
         )  # fmt: skip
         check_fields(self, "non_negative_int", "learning_starts")
         check_fields(self, "positive", "learning_rate")
-        check_fields(self, "unit_interval", "gamma", "tau")
+        check_fields(self, "unit_interval", "gamma")
+        # tau = 0 would freeze the target networks at their initial values for good.
+        check_fields(self, "positive_fraction", "tau")
         check_activation(self)
         check_widths(self)
         check_budget(

@@ -1,12 +1,30 @@
-"""The environment API, the registry and the builtin environments."""
+"""The environment API, the registry, the environment checker and the builtin environments.
+
+Environments are found by registered id, or by import path (``"package.module:EnvClass"``,
+``"package.module/Env-v0"``), or through the ``rollax.envs`` entry points of installed
+packages (see :func:`make`).
+"""
 
 from rollax.envs._base import Environment, EnvParams
-from rollax.envs._registry import EnvSpec, make, register, registered_envs, spec
+from rollax.envs._check import EnvCheckError, Finding, check_env, check_spaces
+from rollax.envs._registry import (
+    ENTRY_POINT_GROUP,
+    EnvSpec,
+    make,
+    register,
+    registered_envs,
+    spec,
+)
 from rollax.envs._resets import RESET_STRATEGIES, ResetPool, default_reset_strategy
 from rollax.envs._vec_env import AUTORESET_MODES, EnvState, VecEnv
 
 __all__ = [
     "AUTORESET_MODES",
+    "ENTRY_POINT_GROUP",
+    "EnvCheckError",
+    "Finding",
+    "check_env",
+    "check_spaces",
     "RESET_STRATEGIES",
     "ResetPool",
     "EnvParams",

@@ -1,10 +1,21 @@
-"""The environment registry: ids, ``make``, ``register`` and ``registered_envs``."""
+"""The environment registry: ids, ``make``, ``register`` and ``registered_envs``.
+
+Besides registered ids, :func:`make` (and so the command line) takes an environment by
+import path, registering it on first use:
+
+- ``"package.module:EnvClass"``: the class (or any callable returning an
+  :class:`~rollax.envs.Environment`) of an importable module; options go to its constructor.
+- ``"package.module/Forage-v0"``: imports the module, which registers ``Forage-v0``.
+- ``"Forage-v0"`` alone, when an installed package declares it in the ``rollax.envs``
+  entry-point group (``Forage-v0 = package.module:EnvClass``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import importlib
+import importlib.metadata
 import importlib.util
 import inspect
 from collections.abc import Callable, Mapping
@@ -15,7 +26,11 @@ from rollax.envs._base import Environment
 from rollax.envs._vec_env import AutoresetMode, VecEnv
 from rollax.envs.wrappers import ActionRepeat, FrameStack
 
-__all__ = ["EnvSpec", "make", "register", "registered_envs", "spec"]
+__all__ = ["ENTRY_POINT_GROUP", "EnvSpec", "make", "register", "registered_envs", "spec"]
+
+ENTRY_POINT_GROUP = "rollax.envs"
+"""The entry-point group in which installed packages declare their environments: each entry's
+name is an id, its value a ``"module:attribute"`` entry point."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,11 +50,21 @@ class EnvSpec:
     kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def load(self) -> Callable[..., Environment]:
-        """The entry point as a callable, importing it if it was given as a string."""
+        """The entry point as a callable, importing it if it was given as a string.
+
+        Raises:
+            ValueError: a module that cannot be imported or lacks the attribute, naming them.
+        """
         if callable(self.entry_point):
             return self.entry_point
         module_name, _, attribute = self.entry_point.partition(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        factory = getattr(_import(module_name, self.id), attribute, None)
+        if not callable(factory):
+            raise ValueError(
+                f"Environment {self.id!r}: entry point {self.entry_point!r} names no callable "
+                f"{attribute!r} in {module_name!r}."
+            )
+        return factory
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -50,6 +75,7 @@ def register(
     entry_point: Callable[..., Environment] | str,
     *,
     overwrite: bool = False,
+    check: bool = True,
     **kwargs: Any,
 ) -> None:
     """Make ``env_id`` available to :func:`make`.
@@ -59,10 +85,16 @@ def register(
         entry_point: A callable (usually an :class:`~rollax.envs.Environment` subclass) or a
             ``"module:attribute"`` string.
         overwrite: Replace an existing registration instead of raising.
+        check: For a callable entry point, build the environment with ``kwargs`` now and run
+            the cheap part of :func:`rollax.envs.check_env` (spaces, shapes and dtypes,
+            traced only), so a mismatch is a message here rather than an error deep inside
+            training. A string entry point is checked by :func:`make` on first use.
         **kwargs: Default keyword arguments for the entry point.
 
     Raises:
-        ValueError: if the id is empty or already registered (and ``overwrite`` is false).
+        ValueError: if the id is empty or already registered (and ``overwrite`` is false);
+            an :class:`~rollax.envs.EnvCheckError` (a ``ValueError``) listing what does not
+            fit.
         TypeError: if the entry point is neither callable nor a ``"module:attribute"`` string.
     """
     if not isinstance(env_id, str) or not env_id:
@@ -76,11 +108,49 @@ def register(
             f"register: entry_point must be callable or a 'module:attribute' string, "
             f"got {entry_point!r}."
         )
+    if check and callable(entry_point):
+        try:
+            env = entry_point(**kwargs)
+        except Exception as e:  # the user's constructor
+            raise ValueError(
+                f"register({env_id!r}): building {getattr(entry_point, '__name__', entry_point)}"
+                f"(**{kwargs}) to check it raised {type(e).__name__}: {e}; give the options "
+                "it needs, or register with check=False."
+            ) from e
+        _check(env_id, env)
     _REGISTRY[env_id] = EnvSpec(env_id, entry_point, MappingProxyType(dict(kwargs)))
 
 
+_CHECKED: set[tuple[Any, str]] = set()
+"""Environments whose spaces were checked: (entry point, options) already seen."""
+
+
+def _check(env_id: str, env: Environment, factory: Any = None, kwargs: Any = None) -> None:
+    """The cheap check of an environment's spaces, once per entry point and options."""
+    from rollax.envs._check import EnvCheckError, check_spaces
+
+    try:
+        seen = (factory, repr(sorted(kwargs.items()))) if factory is not None else None
+        hash(seen)
+    except TypeError:
+        seen = None
+    if seen is not None and seen in _CHECKED:
+        return
+    if not isinstance(env, Environment):
+        raise TypeError(
+            f"Environment {env_id!r}: its entry point returned a {type(env).__name__}; expected "
+            "a rollax.Environment."
+        )
+    findings = check_spaces(env, env_id)
+    if findings:
+        raise EnvCheckError(findings)
+    if seen is not None:
+        _CHECKED.add(seen)
+
+
 def registered_envs() -> tuple[str, ...]:
-    """All registered ids, sorted."""
+    """All registered ids, sorted (installed packages' entry points included)."""
+    _register_entry_points()
     return tuple(sorted(_REGISTRY))
 
 
@@ -92,9 +162,16 @@ def spec(env_id: str) -> EnvSpec:
     """
     if not isinstance(env_id, str):
         raise TypeError(f"env_id must be a string, got {type(env_id).__name__} {env_id!r}.")
-    namespace = env_id.partition("/")[0]
-    if env_id not in _REGISTRY and namespace in _FOREIGN:
-        _register_foreign(env_id)
+    if env_id not in _REGISTRY:
+        namespace, slash, _ = env_id.partition("/")
+        if slash and namespace in _FOREIGN:
+            _register_foreign(env_id)
+        elif ":" in env_id:
+            _register_import_path(env_id)
+        elif slash:
+            _register_from_module(env_id)
+        else:
+            _register_entry_points()
     try:
         return _REGISTRY[env_id]
     except KeyError:
@@ -111,6 +188,66 @@ _FOREIGN = {
     "brax": ("brax", "rollax.adapters.brax:BraxEnv"),
 }
 """Namespaces of other libraries' environments: the module each needs and rollax's wrapper."""
+
+
+def _import(module: str, env_id: str) -> Any:
+    """Import the module an environment names; a ``ValueError`` naming it if that fails."""
+    if not module or not all(part.isidentifier() for part in module.split(".")):
+        raise ValueError(
+            f"Environment {env_id!r}: {module!r} is not a module name; use a registered id, "
+            "'package.module:EnvClass' or 'package.module/Env-v0'."
+        )
+    try:
+        return importlib.import_module(module)
+    except Exception as e:  # the user's module: any error on import is theirs to see
+        raise ValueError(
+            f"Environment {env_id!r}: cannot import module {module!r}: {type(e).__name__}: {e}"
+        ) from e
+
+
+def _register_import_path(env_id: str) -> None:
+    """Register ``"module:attribute"``: the attribute, a callable returning an environment."""
+    module, _, attribute = env_id.partition(":")
+    found = _import(module, env_id)
+    factory = getattr(found, attribute, None)
+    if not callable(factory):
+        names = sorted(
+            n
+            for n, v in vars(found).items()
+            if isinstance(v, type) and issubclass(v, Environment) and v.__module__ == module
+        )
+        hint = f" Its environments: {', '.join(names)}." if names else ""
+        raise ValueError(
+            f"Environment {env_id!r}: module {module!r} has no callable {attribute!r}.{hint}"
+        )
+    _REGISTRY[env_id] = EnvSpec(env_id, factory)
+
+
+def _register_from_module(env_id: str) -> None:
+    """Register ``"module/Env-v0"``: import the module, which registers ``Env-v0``."""
+    module, _, name = env_id.partition("/")
+    before = set(_REGISTRY)
+    _import(module, env_id)
+    if env_id in _REGISTRY:
+        return
+    if name not in _REGISTRY:
+        added = sorted(set(_REGISTRY) - before)
+        raise ValueError(
+            f"Environment {env_id!r}: importing {module!r} registered no {name!r}"
+            + (f"; it registered {', '.join(map(repr, added))}." if added else
+               " (it registered nothing: call rollax.register(...) in the module).")
+        )  # fmt: skip
+    _REGISTRY[env_id] = dataclasses.replace(_REGISTRY[name], id=env_id)
+
+
+def _register_entry_points() -> None:
+    """Register what installed packages declare in the ``rollax.envs`` group.
+
+    Ids already taken are left alone; the packages' modules are imported on first use.
+    """
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in _REGISTRY:
+            _REGISTRY[entry.name] = EnvSpec(entry.name, entry.value)
 
 
 def _register_foreign(env_id: str) -> None:
@@ -134,12 +271,15 @@ def make(
     refill_size: int | None = None,
     action_repeat: int = 1,
     frame_stack: int = 1,
+    check: bool = True,
     **options: Any,
 ) -> VecEnv:
     """Build a registered environment.
 
     Args:
-        env_id: A registered id, e.g. ``"CartPole-v1"``; see :func:`registered_envs`.
+        env_id: A registered id, e.g. ``"CartPole-v1"`` (see :func:`registered_envs`), or an
+            environment by import path: ``"package.module:EnvClass"`` or
+            ``"package.module/Env-v0"`` (see :mod:`rollax.envs`).
         num_envs: ``None`` for one environment without a batch axis, or the number of
             independent environments in the batch.
         autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"``; see
@@ -157,13 +297,17 @@ def make(
             once per agent step (:class:`~rollax.envs.wrappers.ActionRepeat`); 1: off.
         frame_stack: Observe the last this many observations stacked along the last axis
             (:class:`~rollax.envs.wrappers.FrameStack`, applied after action repeat); 1: off.
+        check: Run the cheap part of :func:`rollax.envs.check_env` on the environment
+            (spaces, shapes and dtypes of reset, step and observe, traced only; once per
+            entry point and options), so a mismatch is a message naming the method.
         **options: Keyword arguments of the environment's constructor.
 
     Returns:
         A :class:`VecEnv`.
 
     Raises:
-        ValueError: unknown id, bad ``num_envs``, ``autoreset_mode`` or ``reset_strategy``.
+        ValueError: unknown id, bad ``num_envs``, ``autoreset_mode`` or ``reset_strategy``;
+            an :class:`~rollax.envs.EnvCheckError` for an environment that does not fit.
         TypeError: an option the environment does not take.
 
     Examples:
@@ -179,6 +323,8 @@ def make(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"make({env_id!r}): {name} must be an integer >= 1, got {value!r}.")
     env = factory(**kwargs)
+    if check:
+        _check(env_id, env, factory, kwargs)
     if action_repeat > 1:
         env = ActionRepeat(env, action_repeat)
     if frame_stack > 1:

@@ -43,7 +43,7 @@ from rollax.training._layout import (
     map_seeds,
     resolve_devices,
 )
-from rollax.training._loop import COMMON_METRICS, TrainingDiverged
+from rollax.training._loop import COMMON_METRICS, Callback, TrainingDiverged
 from rollax.training._optim import GradientStep, polyak
 from rollax.training._plots import draw_runs, plot_curve, plot_runs
 from rollax.training._registry import (
@@ -89,6 +89,7 @@ __all__ = [
     "ScaleConfig",
     "ShardStart",
     "TrainingDiverged",
+    "Callback",
     "agree_any",
     "algorithm_for_config",
     "algorithms",

@@ -12,6 +12,17 @@ checkpoint when one is due. Three things end a run early:
   instead (if it was not already) and the run stops with a message.
 - A kill: at most the work since the last checkpoint is lost; Orbax writes each checkpoint
   under a temporary name, so none is ever half-written.
+- A callback that asks to stop (returns ``False``): a checkpoint is saved and the run ends
+  without its final evaluation; ``rollax resume`` (or :func:`rollax.training.resume` with
+  the same callback) continues it.
+
+A callback (``train(..., callback=f)``) is called after every chunk, once its metrics row is
+written and before a checkpoint that is due: ``f(run, row)`` with the :class:`Run` and the
+row. It may replace ``run.state`` by a state of the same structure, shapes and dtypes (new
+environment params, new per-seed hyperparameters: data, so nothing compiles again); the
+checkpoint written after it holds the change, so a resumed run goes on exactly as one that
+never stopped, as long as the callback decides from the state (``run.env_steps``, ...)
+rather than from its own memory.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -34,7 +45,17 @@ from rollax.training._run import Run, evaluate_state
 from rollax.training._run_dir import is_writer, write_atomic
 from rollax.training._sinks import CsvSink, TensorBoardSink, seed_return_fields
 
-__all__ = ["COMMON_METRICS", "TrainingDiverged", "metric_fields", "train_loop"]
+__all__ = [
+    "COMMON_METRICS",
+    "Callback",
+    "TrainingDiverged",
+    "intervals",
+    "metric_fields",
+    "train_loop",
+]
+
+Callback = Callable[[Run, dict[str, Any]], Any]
+"""``callback(run, row)``, called between chunks; returning ``False`` stops the run."""
 
 COMMON_METRICS = (
     "env_steps",
@@ -61,6 +82,26 @@ def _round_up(steps: int, unit: int) -> int:
     return max(unit, -(-steps // unit) * unit)
 
 
+def intervals(rc: Any, total: int, unit: int, announce: bool = False) -> tuple[int, int]:
+    """``(log_every, checkpoint_every)`` in environment steps per seed, as a run uses them.
+
+    Metrics are logged after whole iterations of ``unit`` steps, and checkpoints written
+    after whole logging intervals, so ``rc.log_every`` is rounded up to a multiple of
+    ``unit`` and ``rc.checkpoint_every`` to a multiple of the logging interval. With
+    ``announce``, a rounded value that was asked for is said on stderr.
+    """
+    log_every = _round_up(rc.log_every or total // 100, unit)
+    ckpt_every = _round_up(rc.checkpoint_every or total // 10, log_every)
+    if announce and rc.log_every and log_every != rc.log_every:
+        print(f"rollax: logging every {log_every:,} steps (--log-every {rc.log_every:,} "
+              f"rounded up to whole iterations of {unit:,} steps).", file=sys.stderr)  # fmt: skip
+    if announce and rc.checkpoint_every and ckpt_every != rc.checkpoint_every:
+        print(f"rollax: checkpoints every {ckpt_every:,} steps (--checkpoint-every "
+              f"{rc.checkpoint_every:,} rounded up to whole logging intervals of "
+              f"{log_every:,} steps).", file=sys.stderr)  # fmt: skip
+    return log_every, ckpt_every
+
+
 @contextlib.contextmanager
 def _stop_requests() -> Iterator[list[int]]:
     """Record SIGTERM and SIGINT instead of dying mid-step; restore the handlers after."""
@@ -77,18 +118,20 @@ def _stop_requests() -> Iterator[list[int]]:
             signal.signal(s, h)
 
 
-def train_loop(run: Run) -> None:
+def train_loop(run: Run, callback: Callback | None = None) -> None:
     """Train until the budget is spent, logging and checkpointing; stop on signals.
+
+    Args:
+        run: The run, trained in place (``run.state``).
+        callback: Called after each chunk (see the module's docstring); ``None``: none.
 
     Raises:
         TrainingDiverged: a non-finite loss or parameter (after saving the last good state).
         SystemExit: ``128 + signal`` after SIGTERM or SIGINT (after saving a checkpoint).
     """
     agent, rc = run.agent, run.run_config
-    unit = agent.steps_per_iteration
     total = run.config.total_steps
-    log_every = _round_up(rc.log_every or total // 100, unit)
-    ckpt_every = _round_up(rc.checkpoint_every or total // 10, unit)
+    log_every, ckpt_every = intervals(rc, total, agent.steps_per_iteration, announce=is_writer())
     fields = metric_fields(run)
     directory = run.directory
     csv_sink = CsvSink(directory.metrics, fields)
@@ -101,7 +144,7 @@ def train_loop(run: Run) -> None:
     recent: float | None = None
     try:
         with _stop_requests() as stops:
-            stopping = False
+            stopping = asked = False
             while run.env_steps < total and not stopping:
                 chunk = min(log_every, total - run.env_steps)
                 start = time.perf_counter()
@@ -121,7 +164,8 @@ def train_loop(run: Run) -> None:
                     progress.close()
                     _stop_diverged(run, previous, metrics)
                 progress.update(run.env_steps, row["steps_per_second"], recent)
-                stopping = agree_any(bool(stops))  # every process stops at the same step
+                asked = callback is not None and _call_back(callback, run, row) is False
+                stopping = agree_any(bool(stops) or asked)  # every process stops at one step
                 if stopping:
                     break
                 if run.env_steps - last_ckpt >= ckpt_every and run.env_steps < total:
@@ -138,10 +182,18 @@ def train_loop(run: Run) -> None:
                 print(
                     f"Trained {run.env_steps} steps per seed; final return over "
                     f"{rc.eval_episodes} episodes per seed: "
-                    f"{result['deterministic']['mean']:.1f} (deterministic), "
-                    f"{result['stochastic']['mean']:.1f} (stochastic).",
+                    f"{result['deterministic']['mean']:.4g} (deterministic), "
+                    f"{result['stochastic']['mean']:.4g} (stochastic).",
                     file=sys.stderr,
                 )
+            if stopping and not stops and asked:
+                progress.close()
+                print(
+                    f"The callback stopped the run at step {run.env_steps}: saved a checkpoint "
+                    f"in {directory.path}; continue with `rollax resume {directory.path}`.",
+                    file=sys.stderr,
+                )
+                return  # a normal end, without the final evaluation
             if stopping:
                 progress.close()
                 signum = stops[0] if stops else signal.SIGTERM  # another process's signal
@@ -158,6 +210,24 @@ def train_loop(run: Run) -> None:
         csv_sink.close()
         tensorboard.close()
     print(f"Run directory: {directory.path}", file=sys.stderr)
+
+
+def _call_back(callback: Callback, run: Run, row: dict[str, Any]) -> Any:
+    """Call ``callback(run, row)``; refuse a state it changed in structure, shape or dtype."""
+    before = jax.eval_shape(lambda: run.state)
+    answer = callback(run, dict(row))
+    after = jax.eval_shape(lambda: run.state)
+    if jax.tree.structure(before) != jax.tree.structure(after) or any(
+        (a.shape, a.dtype) != (b.shape, b.dtype)
+        for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True)
+    ):
+        raise ValueError(
+            f"The callback {getattr(callback, '__name__', callback)!r} changed the training "
+            "state's structure, shapes or dtypes; it may only change values (environment "
+            "params, per-seed hyperparameters), with .replace() and arrays of the same shape "
+            "and dtype."
+        )
+    return answer
 
 
 def _stop_diverged(run: Run, previous: Any, metrics: dict) -> None:

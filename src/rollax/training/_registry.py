@@ -25,7 +25,8 @@ class Algorithm:
         title: What it is, in words (``"Proximal Policy Optimization"``).
         config_type: Its configuration: a frozen dataclass with a docstring per field,
             ``total_steps`` and ``num_seeds`` fields, ``validate()`` and ``replace()``.
-        make: ``(config, env_id) -> Agent``.
+        make: ``(config, env_id, **make_options) -> Agent`` (``make_options``: options of
+            :func:`rollax.make`, the environment's constructor's among them).
         presets: Configurations by environment id, for environments where the defaults
             would not do.
     """
@@ -33,7 +34,7 @@ class Algorithm:
     name: str
     title: str
     config_type: type
-    make: Callable[[Any, str], Agent]
+    make: Callable[..., Agent]
     presets: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def config_for(self, env_id: str) -> Any:

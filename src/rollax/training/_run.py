@@ -9,6 +9,7 @@ checkpoint. The algorithm is looked up in the registry, from the config's type o
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import datetime
 import os
@@ -44,19 +45,27 @@ class RunConfig:
     """How a training run is carried out (what it learns is the algorithm's config)."""
 
     env: str = "CartPole-v1"
-    """Registered environment id (see rollax.registered_envs())."""
+    """Environment: a registered id (rollax envs lists them), or your own by import path,
+    package.module:EnvClass or package.module/Env-v0 (the module registers Env-v0)."""
+    env_params: tuple[str, ...] = ()
+    """NAME=VALUE values of the environment's params, e.g. max_episode_steps=80 (data in the
+    training state: checkpointed, and used again by resume and eval)."""
+    env_options: tuple[str, ...] = ()
+    """NAME=VALUE options of the environment's constructor (rollax.make's), e.g.
+    view_size=3; applied again by resume and eval."""
     seed: int = 0
     """Seed of the whole run: parameters, environments, exploration and minibatches."""
     run_dir: str = ""
     """Directory of the run; empty: runs/<env>-<algorithm>-<date>-<time>."""
     checkpoint_every: int = 0
-    """Environment steps per seed between checkpoints, rounded up to whole iterations; 0: a
-    tenth of the budget. One is always written at the end and on SIGTERM or SIGINT."""
+    """Environment steps per seed between checkpoints, rounded up to whole logging intervals
+    (log_every; the run says so when it rounds); 0: a tenth of the budget. One is always
+    written at the end and on SIGTERM or SIGINT."""
     keep_checkpoints: int = 3
     """How many of the newest checkpoints to keep."""
     log_every: int = 0
     """Environment steps per seed between rows of metrics.csv, rounded up to whole
-    iterations; 0: about 100 rows over the budget."""
+    iterations (the run says so when it rounds); 0: about 100 rows over the budget."""
     eval_episodes: int = 32
     """Episodes per seed evaluated with the final policy (0: no final evaluation)."""
     compilation_cache: bool = True
@@ -74,6 +83,56 @@ class RunConfig:
         value = self.keep_checkpoints
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"RunConfig.keep_checkpoints must be >= 1, got {value!r}.")
+        parse_assignments(self.env_params, "env_params")
+        parse_assignments(self.env_options, "env_options")
+
+    @property
+    def make_options(self) -> dict[str, Any]:
+        """``env_options`` as keyword arguments of :func:`rollax.make`."""
+        return parse_assignments(self.env_options, "env_options")
+
+
+def parse_assignments(pairs: Any, name: str) -> dict[str, Any]:
+    """``("a=1", "b=0.5", "c=xy")`` as ``{"a": 1, "b": 0.5, "c": "xy"}``.
+
+    Values are Python literals (numbers, ``True``, tuples...) or else strings.
+
+    Raises:
+        ValueError: an entry that is not ``NAME=VALUE``, or a name given twice.
+    """
+    if isinstance(pairs, str) or not all(isinstance(p, str) for p in pairs):
+        raise ValueError(f"RunConfig.{name} must be NAME=VALUE strings, got {pairs!r}.")
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, text = pair.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            raise ValueError(
+                f"--{name.replace('_', '-')}: {pair!r} is not NAME=VALUE (e.g. "
+                f"max_episode_steps=80)."
+            )
+        if key in out:
+            raise ValueError(f"--{name.replace('_', '-')}: {key!r} is given twice.")
+        try:
+            out[key] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            out[key] = text.strip()
+    return out
+
+
+def env_params_for(agent: Agent, run_config: RunConfig) -> Any:
+    """The environment params a run starts with: the defaults with ``env_params`` set.
+
+    Raises:
+        ValueError: a name the params do not have, or a value of the wrong kind, naming the
+            valid fields (before anything compiles).
+    """
+    values = parse_assignments(run_config.env_params, "env_params")
+    default = agent.env.default_params
+    try:
+        return default.replace(**values)
+    except TypeError as e:
+        raise ValueError(f"--env-params for {run_config.env}: {e}") from None
 
 
 def enable_compilation_cache() -> Path:
@@ -132,15 +191,22 @@ def _run_dir_for(config: RunConfig, algorithm: Algorithm) -> Path:
     if config.run_dir:
         return Path(config.run_dir)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{config.env}-{algorithm.name}-{stamp}"
+    env = config.env.replace("/", "-").replace(":", "-")  # one directory, whatever the id
+    return Path("runs") / f"{env}-{algorithm.name}-{stamp}"
 
 
-def train(config: Any, run_config: RunConfig) -> Path:
+def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
     """Start a run: make its directory, train for ``config.total_steps``, evaluate.
 
     Args:
         config: A registered algorithm's configuration (``PPOConfig``, ...).
         run_config: The environment, seed, directory, logging and checkpointing.
+        callback: ``callback(run, row)``, called after each logged chunk with the
+            :class:`Run` and its ``metrics.csv`` row: it may replace ``run.state`` by one of
+            the same shapes (new environment params or per-seed hyperparameters, with no
+            recompile) and stop the run by returning ``False`` (a checkpoint is saved, and
+            ``resume`` with the same callback goes on as if the run had never stopped,
+            provided the callback decides from the run rather than from its own memory).
 
     Returns:
         The run directory.
@@ -163,7 +229,8 @@ def train(config: Any, run_config: RunConfig) -> Path:
         )
     if run_config.compilation_cache:
         enable_compilation_cache()
-    agent = algorithm.make(config, run_config.env)
+    agent = algorithm.make(config, run_config.env, **run_config.make_options)
+    env_params = env_params_for(agent, run_config)  # checked before anything compiles
     agent.warmup(evaluations(run_config))  # init, run and evaluate compile side by side
     run = Run(
         directory=directory,
@@ -171,11 +238,11 @@ def train(config: Any, run_config: RunConfig) -> Path:
         config=config,
         run_config=dataclasses.replace(run_config, run_dir=str(directory.path)),
         agent=agent,
-        state=agent.init(run_keys(run_config.seed).init),
+        state=agent.init(run_keys(run_config.seed).init, env_params),
         checkpoints=Checkpointer(directory.checkpoints, run_config.keep_checkpoints),
     )
     directory.write_config(run.config_json())
-    train_loop(run)
+    train_loop(run, callback)
     return directory.path
 
 
@@ -233,13 +300,13 @@ def load_run(
     if devices is not None:
         config = config.replace(devices=devices)
     config.validate()
-    agent = algorithm.make(config, run_config.env)
+    agent = algorithm.make(config, run_config.env, **run_config.make_options)
     checkpoints = Checkpointer(run_dir.checkpoints, run_config.keep_checkpoints)
     if for_training:
         agent.warmup(evaluations(run_config))
     if for_training and checkpoints.latest_step() is None:
         # Stopped before its first checkpoint: nothing was trained, so start it afresh.
-        state = agent.init(run_keys(run_config.seed).init)
+        state = agent.init(run_keys(run_config.seed).init, env_params_for(agent, run_config))
     else:
         template = jax.eval_shape(lambda k: agent.to_checkpoint(agent.init(k)), jax.random.key(0))
         shardings = agent.shardings(template) if agent.layout.mesh is not None else None
@@ -257,21 +324,29 @@ def load_run(
 
 
 def resume(
-    directory: str | Path, total_steps: int | None = None, devices: int | str | None = None
+    directory: str | Path,
+    total_steps: int | None = None,
+    devices: int | str | None = None,
+    progress: bool | None = None,
+    callback: Any = None,
 ) -> Path:
     """Continue a run from its newest checkpoint until its (possibly new) budget is spent.
 
     ``devices``: continue on another number of devices (see :func:`load_run`).
+    ``progress``: show a progress bar or not (``None``: as the run was started).
+    ``callback``: as :func:`train`'s; give the same one to go on as the run would have.
     """
     from rollax.training._loop import train_loop
 
     run = load_run(directory, total_steps, for_training=True, devices=devices)
+    if progress is not None:
+        run.run_config = dataclasses.replace(run.run_config, progress=progress)
     if run.run_config.compilation_cache:
         enable_compilation_cache()
     if total_steps is not None or devices is not None:
         run.directory.write_config(run.config_json())
     run.directory.truncate_metrics(run.env_steps)
-    train_loop(run)
+    train_loop(run, callback)
     return run.directory.path
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import os
 from pathlib import Path
@@ -120,5 +121,8 @@ class RunDirectory:
             reader = csv.DictReader(f)
             fields = reader.fieldnames or []
             rows = [row for row in reader if int(row["env_steps"]) <= env_steps]
-        lines = [",".join(fields)] + [",".join(row[k] for k in fields) for row in rows]
-        write_atomic(self.metrics, ("\n".join(lines) + "\n").encode())
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")  # the metrics sink's line ending
+        writer.writerow(fields)
+        writer.writerows([row[k] for k in fields] for row in rows)
+        write_atomic(self.metrics, out.getvalue().encode())

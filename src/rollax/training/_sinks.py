@@ -54,7 +54,7 @@ class CsvSink:
             with path.open(newline="") as f:
                 header = next(csv.reader(f), None)
         self._file = path.open("a", newline="")
-        self._rows = csv.writer(self._file)
+        self._rows = csv.writer(self._file, lineterminator="\n")  # as truncate_metrics
         if header:
             self.fields = tuple(header)
         else:

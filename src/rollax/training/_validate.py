@@ -27,6 +27,7 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "positive": (lambda v: v > 0, "must be positive"),
     "non_negative": (lambda v: v >= 0, "must be >= 0"),
     "unit_interval": (lambda v: 0 <= v <= 1, "must lie in [0, 1]"),
+    "positive_fraction": (lambda v: 0 < v <= 1, "must lie in (0, 1]"),
 }
 
 
@@ -36,7 +37,7 @@ def check_fields(config: Any, rule: str, *names: str) -> None:
     Args:
         config: A configuration dataclass.
         rule: ``"positive_int"``, ``"non_negative_int"``, ``"positive"``,
-            ``"non_negative"`` or ``"unit_interval"``.
+            ``"non_negative"``, ``"unit_interval"`` or ``"positive_fraction"`` (``(0, 1]``).
         *names: Its fields to check.
     """
     test, requirement = _RULES[rule]

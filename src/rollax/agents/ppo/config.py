@@ -122,7 +122,9 @@ class PPOConfig(ScaleConfig):
         )  # fmt: skip
         self.validate_scale(("num_envs",))
         check_fields(self, "positive", "learning_rate", "max_grad_norm", "clip_eps", "reward_scale")
-        check_fields(self, "non_negative", "ent_coef", "vf_coef")
+        check_fields(self, "non_negative", "ent_coef")
+        # vf_coef = 0 would leave the critic untrained, and the advantages meaningless.
+        check_fields(self, "positive", "vf_coef")
         check_fields(self, "unit_interval", "gamma", "gae_lambda")
         self._validate_recurrent()
         shard_batch = self.batch_size // self.num_shards
