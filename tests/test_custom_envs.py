@@ -232,6 +232,15 @@ def test_a_module_id_and_an_installed_id_train_and_evaluate_from_the_cli(tmp_pat
     proc = _cli("train", "ppo", "--env", "no_such_module:Env", "--no-progress", cwd=tmp_path,
                 env=cli_env, check=False)  # fmt: skip
     assert proc.returncode == 2 and "cannot import module 'no_such_module'" in proc.stderr
+    # rollax check: status 0 when it passes, 1 with the findings listed.
+    assert "passes every check" in _cli("check", "corridor_env:Corridor", cwd=tmp_path,
+                                        env=cli_env).stderr  # fmt: skip
+    returns = "done.astype(jnp.float32), done"
+    broken = CORRIDOR.replace(returns, "done.astype(jnp.float32), done.astype(jnp.int32)")
+    (tmp_path / "broken_env.py").write_text(broken)
+    proc = _cli("check", "broken_env/Corridor-v0", cwd=tmp_path, env=cli_env, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "Corridor-v0: step_env: returns terminated as int32(); expected bool()" in proc.stdout
     # An installed package's environment, by id alone.
     installed = _installed_package(tmp_path / "site")
     env = {**cli_env, "PYTHONPATH": str(installed)}

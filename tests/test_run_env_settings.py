@@ -115,3 +115,34 @@ def test_a_callback_may_change_hyperparameters_but_not_shapes(tmp_path):
 
     with pytest.raises(ValueError, match="'grow' changed the training state's structure, shapes"):
         train(SMALL, _run_config(tmp_path, "grow"), callback=grow)
+
+
+def test_rounded_intervals_are_said(capsys):
+    from rollax.training._loop import intervals
+
+    rc = RunConfig(log_every=1000, checkpoint_every=65_536)
+    assert intervals(rc, 1_000_000, 384, announce=True) == (1152, 65_664)
+    err = capsys.readouterr().err
+    assert "logging every 1,152 steps (--log-every 1,000 rounded up to whole iterations" in err
+    assert "checkpoints every 65,664 steps (--checkpoint-every 65,536 rounded up" in err
+    assert intervals(RunConfig(log_every=768, checkpoint_every=1536), 10_000, 384, True) == (
+        768,
+        1536,
+    )
+    assert capsys.readouterr().err == ""  # nothing rounded, nothing said
+
+
+@pytest.mark.parametrize(
+    ("make_config", "message"),
+    [
+        ("SACConfig(tau=0.0)", r"SACConfig.tau must lie in \(0, 1\], got 0.0"),
+        ("DQNConfig(tau=0.0)", r"DQNConfig.tau must lie in \(0, 1\], got 0.0"),
+        ("PPOConfig(vf_coef=0.0)", "PPOConfig.vf_coef must be positive, got 0.0"),
+    ],
+)
+def test_settings_an_agent_cannot_learn_with_are_refused(make_config, message):
+    from rollax.agents.dqn import DQNConfig  # noqa: F401
+    from rollax.agents.sac import SACConfig  # noqa: F401
+
+    with pytest.raises(ValueError, match=message):
+        eval(make_config).validate()

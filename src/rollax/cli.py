@@ -225,9 +225,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         print("\n".join(registered_envs()))
         return 0
     if args.command == "check":
-        from rollax.envs import check_env
+        from rollax.envs import EnvCheckError, check_env
 
-        findings = check_env(args.env, steps=args.steps, raise_error=False)
+        try:
+            findings = check_env(args.env, steps=args.steps, raise_error=False)
+        except EnvCheckError as e:  # found unfit as it was registered or made
+            findings = e.findings
         for finding in findings:
             print(f"- {finding}")
         print(

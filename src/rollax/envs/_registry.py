@@ -197,8 +197,12 @@ def _import(module: str, env_id: str) -> Any:
             f"Environment {env_id!r}: {module!r} is not a module name; use a registered id, "
             "'package.module:EnvClass' or 'package.module/Env-v0'."
         )
+    from rollax.envs._check import EnvCheckError
+
     try:
         return importlib.import_module(module)
+    except EnvCheckError:  # its register() found the environment unfit: that says it all
+        raise
     except Exception as e:  # the user's module: any error on import is theirs to see
         raise ValueError(
             f"Environment {env_id!r}: cannot import module {module!r}: {type(e).__name__}: {e}"
