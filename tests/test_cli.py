@@ -16,6 +16,7 @@ import jax
 import numpy as np
 import pytest
 
+from _signals import sigterm_after_rows
 from rollax.training import draw_runs, load_run
 
 TINY = [
@@ -110,15 +111,7 @@ def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(
          str(cut_dir)],
         env=cli_env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (cut_dir / "metrics.csv").is_file() and len(metrics(cut_dir)) >= 3:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "training ended before it could be interrupted"
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    stderr = sigterm_after_rows(proc, cut_dir / "metrics.csv", rows=4)  # header + 3 rows
     assert "SIGTERM received: saved a checkpoint at step" in stderr
     stopped_at = int(metrics(cut_dir)[-1]["env_steps"])
     assert 0 < stopped_at < total_steps

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import rollax
+from _signals import sigterm_after_rows
 from rollax.envs import _registry
 
 CORRIDOR = textwrap.dedent(
@@ -194,16 +193,8 @@ def test_a_module_class_trains_stops_resumes_and_evaluates_from_the_cli(tmp_path
          "--total-steps", "262144", "--log-every", "512", "--run-dir", str(run_dir)],
         cwd=tmp_path, env=cli_env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 300
     metrics = run_dir / "metrics.csv"
-    while time.monotonic() < deadline and proc.poll() is None:
-        if metrics.is_file() and len(metrics.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "training ended before it could be interrupted"
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    sigterm_after_rows(proc, metrics)  # a header and two rows
     # The run directory says how the environment was found; resume and eval need nothing
     # more (here with a shorter budget).
     config = json.loads((run_dir / "config.json").read_text())
