@@ -208,16 +208,16 @@ def test_an_lstm_learner_with_prioritized_compact_replay_resumes_bit_identically
 @pytest.mark.slow
 def test_recurrent_dqn_remembers_the_cards_where_feedforward_dqn_cannot():
     # RepeatPrevious asks for the suit shown 4 observations ago: a perfect player returns 1,
-    # one that guesses -0.5. Four seeds in one program (about the cost of one): seeds vary
+    # one that guesses -0.5. Three seeds in one program (about the cost of one): seeds vary
     # from machine to machine, so the claim is about most of them.
-    config = PRESETS["RepeatPrevious-v0"].replace(num_seeds=4)
+    config = PRESETS["RepeatPrevious-v0"].replace(num_seeds=3)
     agent = make_dqn(config, "RepeatPrevious-v0")
     state, _ = agent.run(agent.init(jax.random.key(0)), config.total_steps)
     returns = np.asarray(agent.evaluate(state, jax.random.key(1), 32)).mean(axis=1)
-    print("recurrent DQN, RepeatPrevious, 80k steps:", returns)  # measured: .85 1 .91 1
-    assert (returns >= 0.8).sum() >= 3, returns
-    feedforward = make_dqn(config.replace(recurrent="none", num_seeds=2), "RepeatPrevious-v0")
+    print("recurrent DQN, RepeatPrevious, 80k steps:", returns)  # measured: .85 1 .91
+    assert (returns >= 0.8).sum() >= 2, returns
+    feedforward = make_dqn(config.replace(recurrent="none", num_seeds=1), "RepeatPrevious-v0")
     state, _ = feedforward.run(feedforward.init(jax.random.key(0)), config.total_steps)
     returns = np.asarray(feedforward.evaluate(state, jax.random.key(1), 32)).mean(axis=1)
-    print("feed-forward DQN, same budget:", returns)
+    print("feed-forward DQN, same budget:", returns)  # measured: -0.49
     assert returns.max() < -0.3, returns

@@ -173,18 +173,18 @@ def test_several_seeds_of_an_lstm_train_and_evaluate():
 def test_recurrent_ppo_solves_stateless_cartpole_where_feedforward_cannot():
     # The preset, 1M steps: every seed at 500 here (5 seeds in one program, 119 s on 2 CPU
     # cores; seeds 0-2 alone 499.7, 500, 500). Feed-forward PPO on the same budget sees no
-    # velocities: 45.6, 43.1, 41.8 here. At least 2 of 3 seeds must pass, so a machine whose
-    # float order flips one seed still does.
+    # velocities: 45.6, 43.1, 41.8 here (3 seeds; the test trains seed 0). At least 2 of 3
+    # recurrent seeds must pass, so a machine whose float order flips one seed still does.
     preset = PRESETS["StatelessCartPole-v1"]
     recurrent = make_ppo(preset.replace(num_seeds=3), "StatelessCartPole-v1")
     state, _ = recurrent.run(recurrent.init(jax.random.key(0)), preset.total_steps)
     returns = np.asarray(recurrent.evaluate(state, jax.random.key(1), 32)).mean(axis=1)
     assert (returns >= 450).sum() >= 2, returns
-    stateless = preset.replace(num_seeds=3, recurrent="none", hidden_sizes=(64, 64))
+    stateless = preset.replace(num_seeds=1, recurrent="none", hidden_sizes=(64, 64))
     feedforward = make_ppo(stateless, "StatelessCartPole-v1")
     state, _ = feedforward.run(feedforward.init(jax.random.key(0)), preset.total_steps)
     returns = np.asarray(feedforward.evaluate(state, jax.random.key(1), 32)).mean(axis=1)
-    assert np.median(returns) < 150, returns
+    assert returns.max() < 150, returns
 
 
 @pytest.mark.slow

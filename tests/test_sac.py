@@ -155,7 +155,7 @@ def test_resume_with_the_buffer_is_bit_identical(tmp_path, correlation):
 def test_bad_input_is_refused_before_compiling():
     with pytest.raises(ValueError, match="SAC acts in a 1-D box of continuous actions; CartPole"):
         make_sac(PROBE, "CartPole-v1")
-    with pytest.raises(ValueError, match=r"SACConfig.tau must lie in \[0, 1\], got 2.0"):
+    with pytest.raises(ValueError, match=r"SACConfig.tau must lie in \(0, 1\], got 2.0"):
         make_sac(PROBE.replace(tau=2.0), "Pendulum-v1")
     with pytest.raises(ValueError, match=r"batch_size=4000 exceeds buffer_size=2000"):
         make_sac(PROBE.replace(batch_size=4000), "Pendulum-v1")
