@@ -1,4 +1,4 @@
-"""Stopping a training subprocess with SIGTERM once it has logged a few rows."""
+"""Stopping a training subprocess with a signal once it has logged a few rows."""
 
 import signal
 import subprocess
@@ -6,10 +6,12 @@ import time
 from pathlib import Path
 
 
-def sigterm_after_rows(proc: subprocess.Popen, metrics: Path, rows: int = 3) -> str:
-    """Send SIGTERM once ``metrics`` (a run's metrics.csv) holds ``rows`` lines; its stderr.
+def signal_after_rows(
+    proc: subprocess.Popen, metrics: Path, rows: int = 3, signum: int = signal.SIGTERM
+) -> str:
+    """Send ``signum`` once ``metrics`` (a run's metrics.csv) holds ``rows`` lines; its stderr.
 
-    Asserts that the run was still training then, and that it exited with 128 + SIGTERM.
+    Asserts that the run was still training then, and that it exited with 128 + ``signum``.
     """
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -17,7 +19,7 @@ def sigterm_after_rows(proc: subprocess.Popen, metrics: Path, rows: int = 3) -> 
             break
         time.sleep(0.05)
     assert proc.poll() is None, "training ended before it could be interrupted"
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert proc.returncode == 128 + signum, stderr
     return stderr

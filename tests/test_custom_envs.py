@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import rollax
-from _signals import sigterm_after_rows
+from _signals import signal_after_rows
 from rollax.envs import _registry
 
 CORRIDOR = textwrap.dedent(
@@ -194,7 +194,7 @@ def test_a_module_class_trains_stops_resumes_and_evaluates_from_the_cli(tmp_path
         cwd=tmp_path, env=cli_env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     metrics = run_dir / "metrics.csv"
-    sigterm_after_rows(proc, metrics)  # a header and two rows
+    signal_after_rows(proc, metrics)  # a header and two rows
     # The run directory says how the environment was found; resume and eval need nothing
     # more (here with a shorter budget).
     config = json.loads((run_dir / "config.json").read_text())
