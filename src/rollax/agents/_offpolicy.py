@@ -444,7 +444,8 @@ def build_offpolicy_agent(
     layout: Layout,
     env: VecEnv,
     obs_spec: Any,
-    init_learner: Callable[[PRNGKey], Any],
+    hyperparams: Callable[[Any], Any],
+    init_learner: Callable[[PRNGKey, Any], Any],
     act: Callable[..., tuple[jax.Array, Any]],
     learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
     metric_names: Sequence[str],
@@ -462,7 +463,10 @@ def build_offpolicy_agent(
         layout: Its layout (:func:`rollax.training.layout_for`).
         env: One shard's batch.
         obs_spec: One observation's spec.
-        init_learner: ``key -> learner`` of one seed.
+        hyperparams: ``config -> hparams``: one seed's hyperparameters held as data, for a
+            member's configuration (see :func:`rollax.training.build_agent`).
+        init_learner: ``(key, hparams) -> learner`` of one seed (``hparams`` float32
+            ``()`` leaves).
         act: As :func:`make_offpolicy_iteration`'s.
         learn: As :func:`make_offpolicy_iteration`'s.
         metric_names: ``learn``'s metrics.
@@ -478,9 +482,9 @@ def build_offpolicy_agent(
     """
     buffer = replay_buffer(config)
 
-    def init(key: PRNGKey, start: ShardStart) -> OffPolicyState:
+    def init(key: PRNGKey, start: ShardStart, hparams: Any) -> OffPolicyState:
         explore = None if init_explore is None else init_explore(key, start)
-        learner = init_learner(key)
+        learner = init_learner(key, hparams)
         return init_offpolicy_state(start, learner, explore, buffer, obs_spec, env, initial_carry)
 
     iteration = make_offpolicy_iteration(
@@ -507,6 +511,7 @@ def build_offpolicy_agent(
         layout=layout,
         env=env,
         state_layout=LAYOUT,
+        hyperparams=hyperparams,
         init=init,
         iteration=iteration,
         steps_per_iteration=config.steps_per_iteration,

@@ -3,10 +3,13 @@
 An algorithm provides a few pure pieces, written for one seed on one shard of its
 environments (docs/design.md §5):
 
-- ``init(key, start) -> state``: the shard's whole training state from the seed's key and
-  the shard's :class:`ShardStart` (its environments, key chain and params). Every agent's
-  state has ``params`` (what the NaN guard checks), ``env_params``, ``env_steps`` and
-  ``updates`` (int32 ``()`` counters).
+- ``hyperparams(config) -> hparams``: one seed's hyperparameters held as data (a pytree
+  of numbers) for a configuration; the layer evaluates it for each member of a sweep.
+- ``init(key, start, hparams) -> state``: the shard's whole training state from the seed's
+  key, the shard's :class:`ShardStart` (its environments, key chain and params) and the
+  member's hyperparameters (float32 ``()`` leaves). Every agent's state has ``params`` (what
+  the NaN guard checks), ``env_params``, ``env_steps`` and ``updates`` (int32 ``()``
+  counters).
 - ``iteration(state) -> (state, metrics)``: one step of its loop, advancing the seed by
   ``steps_per_iteration`` environment steps (PPO: a rollout and its update; an off-policy
   agent: one vectorized step and its gradient steps); its gradient steps go through
@@ -17,7 +20,9 @@ environments (docs/design.md §5):
 - ``with_budget(state, total_steps)``: what a new budget changes on resume (PPO stretches its
   learning-rate schedule, DQN its exploration schedule).
 
-:func:`build_agent` maps them over seeds and shards and places them on devices, and turns them
+:func:`build_agent` maps them over the members of the state's seed axis (seeds, and with a
+sweep each grid point's seeds: see :mod:`rollax.training`'s sweeps) and over shards, places
+them on devices, and turns them
 into an :class:`Agent`: ``run(state, num_steps)`` runs exactly ``num_steps`` environment steps
 per seed in one compiled loop whose length is data (no second compile), reduces the metrics
 once, and flags seeds whose parameters or losses are no longer finite; ``evaluate`` plays
@@ -34,6 +39,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.envs import VecEnv
@@ -148,8 +154,11 @@ class Agent:
 
     @property
     def num_seeds(self) -> int:
-        """Seeds trained at once."""
-        return int(self.config.num_seeds)
+        """Members trained at once: the size of the state's seed axis.
+
+        ``config.num_seeds``, times the sweep's grid points when the config has a sweep.
+        """
+        return self.layout.num_seeds
 
     @property
     def num_train_envs(self) -> int:
@@ -290,7 +299,8 @@ def build_agent(
     layout: Layout,
     env: VecEnv,
     state_layout: Any,
-    init: Callable[[PRNGKey, ShardStart], Any],
+    hyperparams: Callable[[Any], Any],
+    init: Callable[[PRNGKey, ShardStart, Any], Any],
     iteration: Callable[[Any], tuple[Any, dict[str, jax.Array]]],
     steps_per_iteration: int,
     unit_name: str,
@@ -314,9 +324,13 @@ def build_agent(
         env: One shard's batch of ``num_envs // num_shards`` environments.
         state_layout: The state's layout: a prefix tree of the state with a tag per subtree
             (:data:`SEED`, :data:`SHARD`, :data:`SHARED`, :data:`ENV_PARAMS`).
-        init: ``(key, start) -> state`` of one seed's shard: ``key`` the seed's (the same on
-            all its shards: per-seed leaves must come from it alone), ``start`` the shard's
-            :class:`ShardStart`.
+        hyperparams: ``config -> hparams``: one seed's hyperparameters held as data, a
+            pytree of numbers, for a configuration (called on each member's configuration;
+            the fields they depend on are the config class's ``SWEEPABLE``).
+        init: ``(key, start, hparams) -> state`` of one seed's shard: ``key`` the seed's (the
+            same on all its shards: per-seed leaves must come from it alone), ``start`` the
+            shard's :class:`ShardStart`, ``hparams`` the member's ``hyperparams`` as float32
+            ``()`` leaves.
         iteration: ``state -> (state, metrics)`` of one shard; metrics are scalars:
             :data:`EPISODE_METRICS` (this shard's), ``metric_names``, and optionally
             ``learned`` (bool: the metrics count in the mean; absent: always).
@@ -336,6 +350,19 @@ def build_agent(
     metric_names = tuple(metric_names)
     num_envs = int(config.num_envs)
     default_params = env.default_params
+    members = config.member_configs()
+    if len(members) != seeds:
+        raise ValueError(
+            f"The layout has {seeds} seeds, but {type(config).__name__} makes {len(members)} "
+            f"members (num_seeds times the sweep's points): build it with layout_for(config)."
+        )
+    # Each member's hyperparameters, float32 (members,), and the run seed it trains: member
+    # m is seed m % num_seeds of its grid point, with that seed's keys and environments.
+    member_hparams = jax.tree.map(
+        lambda *values: np.asarray(values, np.float32), *[hyperparams(c) for c in members]
+    )
+    run_seeds = int(config.num_seeds)
+    seed_index = np.arange(seeds, dtype=np.int32) % run_seeds
 
     def with_view(state: Any) -> tuple[Any, Any]:
         """The state with its params as the pieces take them, and that state's layout."""
@@ -346,21 +373,25 @@ def build_agent(
         env_params = default_params if env_params is None else env_params
         env_params = jax.tree.map(jnp.asarray, env_params)
         k_env, k_seeds = jax.random.split(key)
-        seed_keys = jax.random.split(k_seeds, seeds)
-        parts = jnp.arange(seeds * shards, dtype=jnp.int32).reshape(seeds, shards)
+        # Threefry splits are partitionable: seed s's key does not depend on how many seeds
+        # there are, so a member starts as its seed would in a run without a sweep.
+        seed_keys = jax.random.split(k_seeds, run_seeds)[seed_index]
+        parts = jnp.asarray(seed_index[:, None] * shards + np.arange(shards, dtype=np.int32))
         view, tags = layout.env_params_view(env_params, default_params, num_envs)
 
-        def init_shard(seed_key: PRNGKey, part: jax.Array, k_env: PRNGKey, params: Any) -> Any:
+        def init_shard(
+            seed_key: PRNGKey, part: jax.Array, k_env: PRNGKey, params: Any, hparams: Any
+        ) -> Any:
             k_params, chain = jax.random.split(seed_key)
             if shards > 1:
                 chain = jax.random.fold_in(chain, part % shards)
-            env_state, ts = env.reset(k_env, params, part=part, num_parts=seeds * shards)
-            state = init(k_params, ShardStart(chain, env_state, ts.obs, params, part % shards))
-            return state.replace(env_params=None)
+            env_state, ts = env.reset(k_env, params, part=part, num_parts=run_seeds * shards)
+            start = ShardStart(chain, env_state, ts.obs, params, part % shards)
+            return init(k_params, start, hparams).replace(env_params=None)
 
         out_layout = _replace_tag(state_layout, None)
-        mapped = layout.map(init_shard, (SEED, SHARD, SHARED, tags), out_layout)
-        state = mapped(seed_keys, parts, k_env, view)
+        mapped = layout.map(init_shard, (SEED, SHARD, SHARED, tags, SEED), out_layout)
+        state = mapped(seed_keys, parts, k_env, view, jax.tree.map(jnp.asarray, member_hparams))
         return state.replace(env_params=env_params)
 
     def run_mapped(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
@@ -488,5 +519,8 @@ def _replace_tag(state_layout: Any, env_params_layout: Any) -> Any:
 
 
 def layout_for(config: Any) -> Layout:
-    """The layout of an agent's configuration: ``num_seeds``, ``num_shards`` and ``devices``."""
-    return make_layout(int(config.num_seeds), int(config.num_shards), config.devices)
+    """The layout of an agent's configuration: its members, ``num_shards`` and ``devices``.
+
+    Members are ``num_seeds`` seeds of each of the sweep's grid points.
+    """
+    return make_layout(int(config.num_members), int(config.num_shards), config.devices)

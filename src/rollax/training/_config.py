@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Any, Literal, TypeVar
 
-__all__ = ["ConfigError", "config_to_json", "decode_config"]
+__all__ = ["ConfigError", "config_to_json", "decode_config", "decode_value"]
 
 C = TypeVar("C")
 
@@ -62,7 +62,9 @@ def decode_config(cls: type[C], data: Any, where: str) -> C:
             + ", ".join(f"{m}={_default(fields[m])!r}" for m in missing)
             + ")"
         )
-    values = {name: _decode(hints[name], data[name], f"{where} field {name!r}") for name in data}
+    values = {
+        name: decode_value(hints[name], data[name], f"{where} field {name!r}") for name in data
+    }
     return cls(**values)
 
 
@@ -74,8 +76,12 @@ def _default(field: dataclasses.Field) -> Any:
     return "no default"
 
 
-def _decode(kind: Any, value: Any, where: str) -> Any:
-    """``value`` as an instance of the annotated type ``kind``."""
+def decode_value(kind: Any, value: Any, where: str) -> Any:
+    """``value`` as an instance of the annotated type ``kind``.
+
+    Raises:
+        ConfigError: a value that does not fit, naming ``where``, the value and the type.
+    """
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
@@ -83,7 +89,7 @@ def _decode(kind: Any, value: Any, where: str) -> Any:
         errors = []
         for option in (a for a in args if a is not type(None)):
             try:
-                return _decode(option, value, where)
+                return decode_value(option, value, where)
             except ConfigError as e:
                 errors.append(str(e))
         if len(errors) == 1:
@@ -97,11 +103,11 @@ def _decode(kind: Any, value: Any, where: str) -> Any:
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{where} must be a list, got {value!r}")
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_decode(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+            return tuple(decode_value(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
         if len(args) != len(value):
             raise ConfigError(f"{where} must have {len(args)} entries, got {value!r}")
         pairs = enumerate(zip(args, value, strict=True))
-        return tuple(_decode(a, v, f"{where}[{i}]") for i, (a, v) in pairs)
+        return tuple(decode_value(a, v, f"{where}[{i}]") for i, (a, v) in pairs)
     if dataclasses.is_dataclass(kind):
         return decode_config(kind, value, where)
     if kind is bool:

@@ -44,6 +44,7 @@ from rollax.training._progress import Progress
 from rollax.training._run import Run, evaluate_state
 from rollax.training._run_dir import is_writer, write_atomic
 from rollax.training._sinks import CsvSink, TensorBoardSink, seed_return_fields
+from rollax.training._sweep import point_labels
 
 __all__ = [
     "COMMON_METRICS",
@@ -75,7 +76,8 @@ class TrainingDiverged(RuntimeError):
 
 def metric_fields(run: Run) -> tuple[str, ...]:
     """The columns of the run's ``metrics.csv``."""
-    return COMMON_METRICS + run.agent.metric_names + seed_return_fields(run.agent.num_seeds)
+    members = seed_return_fields(run.config.num_seeds, run.config.sweep)
+    return COMMON_METRICS + run.agent.metric_names + members
 
 
 def _round_up(steps: int, unit: int) -> int:
@@ -137,6 +139,16 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     csv_sink = CsvSink(directory.metrics, fields)
     scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
     tensorboard = TensorBoardSink(directory.tensorboard, scalars, run.env_steps or None)
+    # A sweep's grid points are TensorBoard runs of their own: tb/<point>/.
+    points = point_labels(run.config.sweep)
+    point_boards = [
+        TensorBoardSink(
+            directory.tensorboard / label.replace(" ", ","),
+            ("episode_return", *run.agent.metric_names),
+            run.env_steps or None,
+        )
+        for label in points
+    ]
     progress = Progress(
         run.algorithm.name.upper(), total, run.env_steps, rc.progress and is_writer()
     )
@@ -160,6 +172,8 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                 row = _row(run, metrics, seconds, chunk, interval)
                 csv_sink.write(run.env_steps, row)
                 tensorboard.write(run.env_steps, row)
+                for board, point_row in zip(point_boards, _point_rows(run, metrics), strict=True):
+                    board.write(run.env_steps, point_row)
                 if not np.asarray(metrics["finite"]).all():
                     progress.close()
                     _stop_diverged(run, previous, metrics)
@@ -186,6 +200,12 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                     f"{result['stochastic']['mean']:.4g} (stochastic).",
                     file=sys.stderr,
                 )
+                for point in result.get("points", ()):
+                    print(
+                        f"  {point['point']}: {point['deterministic']:.4g} (deterministic), "
+                        f"{point['stochastic']:.4g} (stochastic)",
+                        file=sys.stderr,
+                    )
             if stopping and not stops and asked:
                 progress.close()
                 print(
@@ -209,6 +229,8 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         progress.close()
         csv_sink.close()
         tensorboard.close()
+        for board in point_boards:
+            board.close()
     print(f"Run directory: {directory.path}", file=sys.stderr)
 
 
@@ -270,9 +292,31 @@ def _row(run: Run, metrics: dict, seconds: float, chunk: int, returns: float | N
     for name in run.agent.metric_names:
         row[name] = f"{float(np.mean(metrics[name])):.6g}"
     ended, per_seed = np.asarray(metrics["episodes"]), np.asarray(metrics["episode_return"])
-    for seed, name in enumerate(seed_return_fields(run.agent.num_seeds)):
+    for seed, name in enumerate(seed_return_fields(run.config.num_seeds, run.config.sweep)):
         row[name] = f"{float(per_seed[seed]):.4f}" if ended[seed] > 0 else ""
     return row
+
+
+def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
+    """One row per grid point of a sweep (none without): its seeds' mean return and metrics."""
+    points = len(point_labels(run.config.sweep))
+    if not points:
+        return []
+
+    def by_point(name: str) -> np.ndarray:
+        return np.asarray(metrics[name]).reshape(points, -1)
+
+    ended, returns = by_point("episodes"), by_point("episode_return")
+    rows = []
+    for p in range(points):
+        done = ended[p] > 0
+        row: dict[str, Any] = {
+            "episode_return": f"{float(returns[p][done].mean()):.4f}" if done.any() else ""
+        }
+        for name in run.agent.metric_names:
+            row[name] = f"{float(by_point(name)[p].mean()):.6g}"
+        rows.append(row)
+    return rows
 
 
 def _checkpoint(run: Run) -> None:

@@ -2,7 +2,8 @@
 
 Each run is drawn as the mean episode return over its seeds, with a band for their spread
 where ``metrics.csv`` holds each seed's return (runs of several seeds since those columns
-exist; older runs and single seeds draw the mean alone). The x axis is environment steps per
+exist; older runs and single seeds draw the mean alone). A sweep's run is drawn as one curve
+per grid point, over that point's seeds. The x axis is environment steps per
 seed, or wall-clock training time: the seconds the training intervals took, summed, as
 ``metrics.csv`` records them (``steps_per_second``). Compilation (done before the first
 interval), checkpoint writes and the pauses between the sessions of a resumed run are not
@@ -23,6 +24,7 @@ import numpy as np
 
 from rollax.training._run_dir import RunDirectory, write_atomic
 from rollax.training._sinks import seed_return_fields
+from rollax.training._sweep import point_labels
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,7 +47,9 @@ class _Curve:
         directory: The run directory.
         algo: The algorithm's registered name (``""`` if the config does not say).
         env: The environment id.
-        num_seeds: Seeds trained at once.
+        num_seeds: Seeds of the curve (of its grid point in a sweep).
+        point: The sweep's grid point the curve draws (``"lr=1e-3 ent_coef=0"``), ``""``
+            for a run without a sweep.
         env_steps: int64 ``(rows,)``: environment steps per seed at the end of each interval.
         seconds: float64 ``(rows,)``: wall-clock seconds the training intervals took, summed
             up to the end of each (compilation, checkpoints and pauses not counted).
@@ -58,6 +62,7 @@ class _Curve:
     algo: str
     env: str
     num_seeds: int
+    point: str
     env_steps: np.ndarray
     seconds: np.ndarray
     returns: np.ndarray
@@ -72,8 +77,10 @@ def _number(text: str) -> float:
     return float(text) if text != "" else math.nan
 
 
-def _read_curve(directory: Path) -> _Curve | None:
-    """The curve of the run in ``directory``; ``None`` while no episode has ended.
+def _read_curves(directory: Path) -> list[_Curve]:
+    """The curves of the run in ``directory``: one per grid point of a sweep, else one.
+
+    None while no episode has ended.
 
     Raises:
         ValueError: not a run directory, or a ``metrics.csv`` without its columns.
@@ -88,8 +95,10 @@ def _read_curve(directory: Path) -> _Curve | None:
     num_seeds = section.get("num_seeds") if isinstance(section, dict) else None
     if not isinstance(num_seeds, int) or num_seeds < 1:
         raise ValueError(f"{run.config} does not say how many seeds the run trained (num_seeds).")
+    sweep = section.get("sweep", [])
+    labels = point_labels(sweep)
     if not run.metrics.is_file():
-        return None
+        return []
     with run.metrics.open(newline="") as f:
         reader = csv.DictReader(f)
         columns = reader.fieldnames or []
@@ -99,36 +108,42 @@ def _read_curve(directory: Path) -> _Curve | None:
     missing = [c for c in needed if c not in columns]
     if missing:
         raise ValueError(f"{run.metrics} lacks the column(s) {', '.join(missing)}.")
-    seeds = seed_return_fields(num_seeds)
+    seeds = seed_return_fields(num_seeds, sweep)
     value_columns = list(seeds) if seeds and set(seeds) <= set(columns) else ["episode_return"]
     env_steps = np.array([int(r["env_steps"]) for r in rows], np.int64)
-    intervals = np.diff(env_steps, prepend=0) * num_seeds
+    intervals = np.diff(env_steps, prepend=0) * num_seeds * max(1, len(labels))
     rates = np.array([float(r["steps_per_second"]) for r in rows], np.float64)
     returns = np.array([[_number(r[c]) for c in value_columns] for r in rows], np.float64)
     if not np.isfinite(returns).any():
-        return None
-    return _Curve(
-        directory=directory,
-        algo=algo,
-        env=str(stored.get("env", "")),
-        num_seeds=num_seeds,
-        env_steps=env_steps,
-        seconds=np.cumsum(intervals / rates),
-        returns=returns,
-    )
+        return []
+    # Members are consecutive per grid point: split the columns point by point.
+    groups = np.split(returns, len(labels), axis=1) if len(value_columns) > 1 and labels else []
+    return [
+        _Curve(
+            directory=directory,
+            algo=algo,
+            env=str(stored.get("env", "")),
+            num_seeds=num_seeds,
+            point=point,
+            env_steps=env_steps,
+            seconds=np.cumsum(intervals / rates),
+            returns=values,
+        )
+        for point, values in (zip(labels, groups, strict=True) if groups else [("", returns)])
+    ]
 
 
-def _curve(directory: Path) -> _Curve:
-    """:func:`_read_curve`, with an error where there is nothing to draw."""
-    curve = _read_curve(directory)
-    if curve is None:
+def _curves(directory: Path) -> list[_Curve]:
+    """:func:`_read_curves`, with an error where there is nothing to draw."""
+    curves = _read_curves(directory)
+    if not curves:
         metrics = RunDirectory(directory).metrics
         what = "has no metrics.csv" if not metrics.is_file() else "logged no finished episode"
         raise ValueError(
             f"RUN_DIR {str(directory)!r} {what} yet: it has no learning curve to draw (a row "
             f"is logged every --log-every steps, with the return of the episodes that ended)."
         )
-    return curve
+    return curves
 
 
 def _smooth(values: np.ndarray, window: int) -> np.ndarray:
@@ -189,14 +204,24 @@ def _time_unit(seconds: float) -> tuple[str, float]:
 
 
 def _labels(curves: Sequence[_Curve]) -> list[str]:
-    """One legend entry per run: its directory's name, algorithm, environment and seeds."""
-    names = [c.directory.resolve().name for c in curves]
-    if len(set(names)) < len(names):  # same names in different places: the paths as given
-        names = [str(c.directory) for c in curves]
-    return [
-        f"{name} ({c.algo.upper()}, {c.env}, {c.num_seeds} seed{'s' * (c.num_seeds > 1)})"
-        for name, c in zip(names, curves, strict=True)
-    ]
+    """One legend entry per curve: its run's directory, algorithm, environment and seeds.
+
+    A sweep's curve is named by its grid point (after the directory's name when several runs
+    are drawn).
+    """
+    dirs = list(dict.fromkeys(c.directory for c in curves))
+    names = {d: d.resolve().name for d in dirs}
+    if len(set(names.values())) < len(dirs):  # same names in different places: the paths
+        names = {d: str(d) for d in dirs}
+    labels = []
+    for c in curves:
+        seeds = f"{c.num_seeds} seed{'s' * (c.num_seeds > 1)}"
+        if not c.point:
+            labels.append(f"{names[c.directory]} ({c.algo.upper()}, {c.env}, {seeds})")
+        else:
+            prefix = f"{names[c.directory]}: " if len(dirs) > 1 else ""
+            labels.append(f"{prefix}{c.point} ({seeds})")
+    return labels
 
 
 def _title(curves: Sequence[_Curve]) -> str:
@@ -319,7 +344,7 @@ def draw_runs(
     if not dirs:
         raise ValueError("run_dirs is empty: give at least one run directory.")
     _check_options(x, smooth, band)
-    return _draw([_curve(d) for d in dirs], x, smooth, band, title)
+    return _draw([c for d in dirs for c in _curves(d)], x, smooth, band, title)
 
 
 def plot_runs(
@@ -369,7 +394,7 @@ def plot_curve(directory: Path) -> Path | None:
     Returns:
         The file, or ``None`` while ``metrics.csv`` holds no finished episode.
     """
-    curve = _read_curve(Path(directory))
-    if curve is None:
+    curves = _read_curves(Path(directory))
+    if not curves:
         return None
-    return _save(_draw([curve], "steps", 1, "std", None), RunDirectory(Path(directory)).curve)
+    return _save(_draw(curves, "steps", 1, "std", None), RunDirectory(Path(directory)).curve)

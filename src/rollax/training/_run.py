@@ -25,6 +25,7 @@ from rollax.training._config import config_to_json, decode_config
 from rollax.training._keys import run_keys
 from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.training._run_dir import RunDirectory
+from rollax.training._sweep import point_labels
 from rollax.training._video import check_video_path
 from rollax.training._video import write_video as write_agent_video
 
@@ -351,9 +352,15 @@ def resume(
 
 
 def evaluate_state(run: Run, episodes: int) -> dict[str, Any]:
-    """Mean and spread of the return with the deterministic and the stochastic policy."""
+    """Mean and spread of the return with the deterministic and the stochastic policy.
+
+    ``per_seed_mean`` has one entry per member; a sweep adds ``points``: each grid point's
+    mean return over its seeds' episodes, per policy.
+    """
     key = run_keys(run.run_config.seed).evaluate
     result: dict[str, Any] = {"env_steps": run.env_steps, "episodes_per_seed": episodes}
+    labels = point_labels(run.config.sweep)
+    points: list[dict[str, Any]] = [{"point": label} for label in labels]
     for name, deterministic in (("deterministic", True), ("stochastic", False)):
         returns = np.asarray(run.agent.evaluate(run.state, key, episodes, deterministic))
         result[name] = {
@@ -361,6 +368,11 @@ def evaluate_state(run: Run, episodes: int) -> dict[str, Any]:
             "std": float(returns.std()),
             "per_seed_mean": [float(x) for x in returns.mean(axis=1)],
         }
+        if labels:  # each point's members are consecutive on the seed axis
+            for point, of_point in zip(points, returns.reshape(len(labels), -1), strict=True):
+                point[name] = float(of_point.mean())
+    if labels:
+        result["points"] = points
     return result
 
 

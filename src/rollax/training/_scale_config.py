@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Annotated, ClassVar, Literal
 
+import tyro
+
+from rollax.training._sweep import member_configs, num_members
 from rollax.training._validate import check_fields
 
 __all__ = ["ScaleConfig"]
@@ -12,12 +15,22 @@ __all__ = ["ScaleConfig"]
 
 @dataclasses.dataclass(frozen=True)
 class ScaleConfig:
-    """Seeds, shards and devices: the base of every agent's configuration.
+    """Seeds, sweeps, shards and devices: the base of every agent's configuration.
 
     None of these changes what one seed computes from its global batch, except
     ``num_shards``, which says how that batch is split (and is therefore the value results
     depend on, never the device count).
+
+    The training state's seed axis holds ``num_members`` members: ``num_seeds`` seeds of
+    each point of the ``sweep``'s grid (member ``m`` is seed ``m % num_seeds`` of point
+    ``m // num_seeds``); without a sweep, the seeds.
+
+    Attributes:
+        SWEEPABLE: The fields a ``sweep`` may vary: those the agent holds as per-seed data
+            in its training state (set by each agent's config class).
     """
+
+    SWEEPABLE: ClassVar[tuple[str, ...]] = ()
 
     num_seeds: int = 1
     """Independent seeds trained at once in one compiled program (their environments,
@@ -28,13 +41,34 @@ class ScaleConfig:
     the replay (off-policy agents: each shard samples batch_size / num_shards from its own
     buffer of buffer_size / num_shards), and the shards average their gradients. Devices on
     the data axis each take whole shards, so one device runs the same shards as four."""
+    sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """NAME=V1,V2,... (repeatable): train every combination of these values, each with
+    num_seeds seeds, in one compiled program, e.g. --sweep learning_rate=1e-3,3e-3 --sweep
+    ent_coef=0,0.01. Only hyperparameters held as data in the training state can be swept;
+    metrics.csv, TensorBoard and rollax plot report each grid point."""
     devices: int | Literal["all"] = 1
     """Devices to train on, a count or 'all'. Seeds spread over devices first (they never
     communicate); the remaining devices split each seed's shards, which average their
     gradients. The global batch does not depend on it."""
 
+    @property
+    def num_members(self) -> int:
+        """Members trained at once: ``num_seeds`` times the sweep's grid points."""
+        return num_members(self)
+
+    def member_configs(self) -> list:
+        """Every member's configuration in seed-axis order (the config itself, without a sweep).
+
+        Raises:
+            ValueError: a sweep entry that is malformed, names a field that cannot be swept,
+                or makes an invalid configuration.
+        """
+        return member_configs(self)
+
     def validate_scale(self, shard_divides: tuple[str, ...]) -> None:
         """Check the fields above, and that ``num_shards`` divides each of ``shard_divides``.
+
+        A sweep is checked point by point (each point's configuration validates).
 
         Raises:
             ValueError: naming the field, its value and what would work.
@@ -56,3 +90,5 @@ class ScaleConfig:
                     f"{name}.num_shards={self.num_shards} must divide {field}={value} (each "
                     f"shard takes an equal share); valid values include {fits}."
                 )
+        if self.sweep:
+            self.member_configs()

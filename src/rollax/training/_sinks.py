@@ -8,17 +8,26 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rollax.training._run_dir import is_writer
+from rollax.training._sweep import point_labels
 
 __all__ = ["CsvSink", "MetricSink", "TensorBoardSink", "seed_return_fields"]
 
 
-def seed_return_fields(num_seeds: int) -> tuple[str, ...]:
-    """The ``metrics.csv`` columns of each seed's mean episode return (several seeds only).
+def seed_return_fields(num_seeds: int, sweep: Sequence[str] = ()) -> tuple[str, ...]:
+    """The ``metrics.csv`` columns of each member's mean episode return, in member order.
 
     ``episode_return_seed0``, ``episode_return_seed1``, ...: the mean return of the episodes
     that seed ended in the interval, empty where it ended none. With one seed there are none
-    (``episode_return`` is that seed's).
+    (``episode_return`` is that seed's). With a sweep, every member has one, named by its
+    grid point and seed: ``episode_return[learning_rate=1e-3 ent_coef=0]_seed0``, ...
+
+    Args:
+        num_seeds: Seeds per grid point (the config's ``num_seeds``).
+        sweep: The config's ``sweep`` entries.
     """
+    labels = point_labels(sweep)
+    if labels:
+        return tuple(f"episode_return[{p}]_seed{i}" for p in labels for i in range(num_seeds))
     return tuple(f"episode_return_seed{i}" for i in range(num_seeds)) if num_seeds > 1 else ()
 
 

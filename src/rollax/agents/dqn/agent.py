@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.agents._offpolicy import (
@@ -73,6 +74,22 @@ class DQNHyperParams:
     exploration_end: jax.Array
     exploration_steps: jax.Array
     importance_exponent: jax.Array
+
+
+def hyperparams(config: DQNConfig) -> DQNHyperParams:
+    """One seed's :class:`DQNHyperParams` for ``config``, as Python numbers.
+
+    The training layer holds them as float32, one value per member.
+    """
+    return DQNHyperParams(
+        learning_rate=config.learning_rate,
+        gamma=config.gamma,
+        tau=config.tau,
+        exploration_start=config.exploration_start,
+        exploration_end=config.exploration_end,
+        exploration_steps=config.exploration_fraction * config.total_steps,
+        importance_exponent=config.importance_exponent,
+    )
 
 
 @pytree_dataclass
@@ -152,26 +169,14 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     network, obs_spec = q_function(config, env, num_actions)
     step = GradientStep(mean=layout.mean, clip_value=config.clip_grad_value)
 
-    def init_learner(key: PRNGKey) -> DQNLearner:
+    def init_learner(key: PRNGKey, hparams: DQNHyperParams) -> DQNLearner:
         example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
         params = network.init(key, example)
-
-        def scalar(value: float) -> jax.Array:
-            return jnp.asarray(value, jnp.float32)
-
         return DQNLearner(
             params=params,
             target_params=params,
             opt_state=step.init(params),
-            hparams=DQNHyperParams(
-                learning_rate=scalar(config.learning_rate),
-                gamma=scalar(config.gamma),
-                tau=scalar(config.tau),
-                exploration_start=scalar(config.exploration_start),
-                exploration_end=scalar(config.exploration_end),
-                exploration_steps=scalar(config.exploration_fraction * config.total_steps),
-                importance_exponent=scalar(config.importance_exponent),
-            ),
+            hparams=hparams,
             steps=jnp.zeros((), jnp.int32),
         )
 
@@ -288,7 +293,8 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
         """Stretch the exploration schedule to a new budget."""
         hp = state.learner.hparams
-        steps = jnp.full_like(hp.exploration_steps, config.exploration_fraction * total_steps)
+        fractions = [member.exploration_fraction for member in config.member_configs()]
+        steps = jnp.asarray(np.asarray(fractions) * total_steps, jnp.float32)
         return state.replace(
             learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps))
         )
@@ -300,7 +306,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             first = jnp.ones((batch,), bool)
             return network.apply(state.learner.params, seen, first, network.initial_carry(batch))[1]
 
-        return map_seeds(one_seed, config.num_seeds, (LAYOUT, "seed"))(state, obs)
+        return map_seeds(one_seed, layout.num_seeds, (LAYOUT, "seed"))(state, obs)
 
     agent = build_offpolicy_agent(
         name="dqn",
@@ -308,6 +314,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         layout=layout,
         env=env,
         obs_spec=obs_spec,
+        hyperparams=hyperparams,
         init_learner=init_learner,
         act=act,
         learn=learn,

@@ -34,6 +34,16 @@ class DQNConfig(OffPolicyConfig):
     the carry stored with its first step.
     """
 
+    SWEEPABLE = (
+        "learning_rate",
+        "gamma",
+        "tau",
+        "exploration_start",
+        "exploration_end",
+        "exploration_fraction",
+        "importance_exponent",
+    )
+
     double_q: bool = True
     """Double DQN: the online network picks the next action, the target network values it."""
     dueling: bool = True

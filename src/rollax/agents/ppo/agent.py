@@ -86,6 +86,24 @@ class PPOHyperParams:
     reward_scale: jax.Array
 
 
+def hyperparams(config: PPOConfig) -> PPOHyperParams:
+    """One seed's :class:`PPOHyperParams` for ``config``, as Python numbers.
+
+    The training layer holds them as float32, one value per member.
+    """
+    return PPOHyperParams(
+        learning_rate=config.learning_rate,
+        anneal_updates=config.total_steps // config.batch_size if config.anneal_lr else 0,
+        gamma=config.gamma,
+        gae_lambda=config.gae_lambda,
+        clip_eps=config.clip_eps,
+        ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef,
+        max_grad_norm=config.max_grad_norm,
+        reward_scale=config.reward_scale,
+    )
+
+
 @pytree_dataclass
 class PPOState:
     """Everything a PPO run needs to continue.
@@ -228,7 +246,6 @@ def make_ppo(
     )
     n, t = env.num_envs, config.num_steps  # one shard's environments, steps per rollout
     shard_batch = n * t
-    total_updates = config.total_steps // config.batch_size
     augment = config.augment_pixels and bool(image_keys)
     step = GradientStep(mean=layout.mean, eps=1e-5)
 
@@ -237,24 +254,9 @@ def make_ppo(
 
     # ------------------------------------------------------------------ init
 
-    def init(key: PRNGKey, start: ShardStart) -> PPOState:
+    def init(key: PRNGKey, start: ShardStart, hparams: PPOHyperParams) -> PPOState:
         example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
         params = network.init(key, example)
-
-        def scalar(value: float) -> jax.Array:
-            return jnp.asarray(value, jnp.float32)
-
-        hparams = PPOHyperParams(
-            learning_rate=scalar(config.learning_rate),
-            anneal_updates=scalar(total_updates if config.anneal_lr else 0),
-            gamma=scalar(config.gamma),
-            gae_lambda=scalar(config.gae_lambda),
-            clip_eps=scalar(config.clip_eps),
-            ent_coef=scalar(config.ent_coef),
-            vf_coef=scalar(config.vf_coef),
-            max_grad_norm=scalar(config.max_grad_norm),
-            reward_scale=scalar(config.reward_scale),
-        )
         return PPOState(
             params=params,
             opt_state=step.init(params),
@@ -433,10 +435,9 @@ def make_ppo(
         return (dist.mode() if deterministic else dist.sample(seed=key)), carry
 
     def with_budget(state: PPOState, total_steps: int) -> PPOState:
-        """Stretch the learning-rate schedule to a new budget (when ``anneal_lr``)."""
-        if not config.anneal_lr:
-            return state
-        updates = jnp.full_like(state.hparams.anneal_updates, total_steps // config.batch_size)
+        """Stretch the learning-rate schedule to a new budget (members that anneal)."""
+        annealing = state.hparams.anneal_updates > 0
+        updates = jnp.where(annealing, float(total_steps // config.batch_size), 0.0)
         return state.replace(hparams=state.hparams.replace(anneal_updates=updates))
 
     agent = build_agent(
@@ -445,6 +446,7 @@ def make_ppo(
         layout=layout,
         env=env,
         state_layout=LAYOUT,
+        hyperparams=hyperparams,
         init=init,
         iteration=iteration,
         steps_per_iteration=config.batch_size,

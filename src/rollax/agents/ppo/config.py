@@ -21,6 +21,18 @@ class PPOConfig(ScaleConfig):
     the training state, where they are data and may differ per seed.
     """
 
+    SWEEPABLE = (
+        "learning_rate",
+        "anneal_lr",
+        "gamma",
+        "gae_lambda",
+        "clip_eps",
+        "ent_coef",
+        "vf_coef",
+        "max_grad_norm",
+        "reward_scale",
+    )
+
     num_envs: int = 8
     """Environments stepped in parallel per seed."""
     num_steps: int = 64

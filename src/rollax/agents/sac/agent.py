@@ -161,7 +161,16 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         mean, log_std = actor.apply(params, obs)
         return TanhGaussian(mean, log_std, low, high)
 
-    def init_learner(key: PRNGKey) -> SACLearner:
+    def hyperparams(member: SACConfig) -> SACHyperParams:
+        """One seed's hyperparameters for a member's configuration (Python numbers)."""
+        return SACHyperParams(
+            learning_rate=member.learning_rate,
+            gamma=member.gamma,
+            tau=member.tau,
+            target_entropy=-member.target_entropy_scale * action_dim,
+        )
+
+    def init_learner(key: PRNGKey, hparams: SACHyperParams) -> SACLearner:
         k_actor, k_critic = jax.random.split(key)
         obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
         params = {
@@ -170,21 +179,13 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             "log_alpha": jnp.log(jnp.asarray(config.init_alpha, jnp.float32)),
         }
 
-        def scalar(value: float) -> jax.Array:
-            return jnp.asarray(value, jnp.float32)
-
         return SACLearner(
             params=params,
             target_critic=params["critic"],
             actor_opt=step.init(params["actor"]),
             critic_opt=step.init(params["critic"]),
             alpha_opt=step.init(params["log_alpha"]),
-            hparams=SACHyperParams(
-                learning_rate=scalar(config.learning_rate),
-                gamma=scalar(config.gamma),
-                tau=scalar(config.tau),
-                target_entropy=scalar(-config.target_entropy_scale * action_dim),
-            ),
+            hparams=hparams,
         )
 
     def init_noise(key: PRNGKey, start: ShardStart) -> jax.Array:
@@ -297,7 +298,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             seen = observe_for_policy(state, obs, config.normalize_obs)
             return critic.apply(state.learner.params["critic"], seen, action)
 
-        return map_seeds(one_seed, config.num_seeds, (LAYOUT, "seed", "seed"))(state, obs, action)
+        return map_seeds(one_seed, layout.num_seeds, (LAYOUT, "seed", "seed"))(state, obs, action)
 
     agent = build_offpolicy_agent(
         name="sac",
@@ -305,6 +306,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         layout=layout,
         env=env,
         obs_spec=obs_spec,
+        hyperparams=hyperparams,
         init_learner=init_learner,
         act=feedforward_act(act),
         learn=learn,

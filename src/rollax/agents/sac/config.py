@@ -19,6 +19,8 @@ class SACConfig(OffPolicyConfig):
     ``tau`` every gradient step.
     """
 
+    SWEEPABLE = ("learning_rate", "gamma", "tau", "target_entropy_scale")
+
     init_alpha: float = 1.0
     """Entropy temperature at the start."""
     autotune_alpha: bool = True
