@@ -140,3 +140,14 @@ def test_recurrent_benchmark_ends_with_json():
         summary = tasks[task]["summary"]["rollax_gru"]
         assert tasks[task]["budget"] == 4096 and summary["median_steps_per_s"] > 0
         assert summary["median_final_return"] is not None
+
+
+@pytest.mark.slow
+def test_sweep_benchmark_ends_with_json():
+    report = _report("sweep.py", "--algos ppo --repeats 1 --total-steps 1024 --values 1")
+    row = report["results"]["ppo"]
+    assert row["members"] == 2 and set(row["final_return"]) == {
+        "learning_rate=1e-3 ent_coef=0",
+        "learning_rate=1e-3 ent_coef=0.01",
+    }
+    assert {"one_program_s", "separate_runs_s", "ratio_one_program_vs_separate"} <= set(row)

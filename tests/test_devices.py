@@ -80,8 +80,10 @@ def test_a_seed_s_environments_do_not_change_when_seeds_are_added():
 def test_bad_layouts_are_clear_errors_before_anything_compiles():
     with pytest.raises(ValueError, match=r"devices=2 but JAX sees 1 device"):
         make_layout(1, 1, 2)
-    with pytest.raises(ValueError, match=r"devices must be a positive integer or 'all'"):
+    with pytest.raises(ValueError, match=r"devices must be a positive integer, 'all' or 'auto'"):
         make_ppo(PPOConfig(devices=0), "CartPole-v1")
+    with pytest.raises(ValueError, match=r"devices must be a positive integer or 'all'"):
+        make_layout(1, 1, "some")
     with pytest.raises(ValueError, match=r"num_shards=3 must divide num_envs=8"):
         make_ppo(PPOConfig(num_shards=3), "CartPole-v1")
     assert make_layout(2, 4, "all").mesh is None  # one device here: no mesh

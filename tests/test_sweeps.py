@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 
@@ -148,6 +149,12 @@ def test_sweep_on_the_command_line(tmp_path):
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "learning_rate=3e-3 tau=1.0:" in proc.stderr  # each point's final return
+    # The command line makes each core a device, and --devices auto (its default) spreads
+    # the members over as many as divide them.
+    cores = len(os.sched_getaffinity(0))
+    spread = max(d for d in range(1, cores + 1) if 12 % d == 0)
+    said = f"training 12 members (6 grid points x 2 seeds) on {spread} "
+    assert said in proc.stderr, proc.stderr
     stored = json.loads((run_dir / "config.json").read_text())
     assert stored["config"]["sweep"] == ["learning_rate=1e-3,3e-3", "tau=0.01,0.1,1.0"]
     hparams = load_run(run_dir).state.learner.hparams
@@ -159,3 +166,29 @@ def test_sweep_on_the_command_line(tmp_path):
     assert bad.returncode == 2
     assert "'batch_size' cannot be swept in one program" in bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_auto_devices_spread_the_seed_axis_alone():
+    code = (
+        "import json; from rollax.training._layout import make_layout as m; print(json.dumps("
+        "[[x.seed_devices, x.data_devices] for x in (m(8, 1, 'auto'), m(6, 2, 'auto'), "
+        "m(3, 4, 'auto'), m(1, 1, 'auto'))]))"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == [[4, 1], [3, 1], [3, 1], [1, 1]]
+
+
+def test_the_command_line_makes_each_core_a_device_unless_a_count_is_set(monkeypatch):
+    from rollax._xla_cpu import cores_as_devices
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=3")
+    assert cores_as_devices() == 3
+    assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
+    monkeypatch.setenv("XLA_FLAGS", "--other=1")
+    cores = len(os.sched_getaffinity(0))
+    assert cores_as_devices() == cores
+    assert os.environ["XLA_FLAGS"] == f"--other=1 --xla_force_host_platform_device_count={cores}"

@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument(
         "--devices",
         default=None,
-        help="continue on this many devices, or 'all' (the checkpoint restores onto any "
+        help="continue on this many devices, 'all' or 'auto' (the checkpoint restores onto any "
         "layout that divides its shards); default: the run's own",
     )
     resume.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -162,6 +162,19 @@ def cluster_from(args: argparse.Namespace) -> Any:
     )
 
 
+def _join(cluster: Any) -> None:
+    """Join the cluster; in a run of one process, make each CPU core a JAX device first.
+
+    Several seeds then spread over the cores (``--devices auto``, the command line's
+    default); a multi-process run keeps the devices its processes were given.
+    """
+    if not cluster.distributed:
+        from rollax._xla_cpu import cores_as_devices
+
+        cores_as_devices()
+    cluster.join()
+
+
 def split_cluster_options(options: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """``train``'s cluster options, and the options left for tyro."""
     parser = argparse.ArgumentParser(prog="rollax train", add_help=False)
@@ -183,7 +196,9 @@ def parse_train_options(algo: str, options: list[str]) -> tuple[Any, Any]:
     peek = argparse.ArgumentParser(add_help=False)
     peek.add_argument("--env", default=RunConfig.env)
     env = peek.parse_known_args(options)[0].env
-    default = TrainArgs(run=RunConfig(env=env), config=algorithm.config_for(env))
+    # Seeds and sweeps spread over the devices by default (one per CPU core: see _join).
+    preset = algorithm.config_for(env).replace(devices="auto")
+    default = TrainArgs(run=RunConfig(env=env), config=preset)
     parsed = tyro.cli(
         TrainArgs[algorithm.config_type],  # type: ignore[name-defined]
         args=options,
@@ -244,7 +259,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         from rollax.envs import make
 
         cluster_args, options = split_cluster_options(args.options)
-        cluster_from(cluster_args).join()  # before anything else uses JAX
+        _join(cluster_from(cluster_args))  # before anything else uses JAX
         config, run_config = parse_train_options(args.algo, options)
         try:  # an unknown id or option fails here, before anything compiles
             make(run_config.env, **run_config.make_options)
@@ -253,11 +268,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         training.train(config, run_config)
         return 0
     if args.command == "resume":
-        cluster_from(args).join()
+        _join(cluster_from(args))
         devices = args.devices
-        if devices is not None and devices != "all":
+        if devices is not None and devices not in ("all", "auto"):
             if not devices.isdigit():
-                raise ValueError(f"--devices must be a positive integer or 'all', got {devices!r}.")
+                raise ValueError(
+                    f"--devices must be a positive integer, 'all' or 'auto', got {devices!r}."
+                )
             devices = int(devices)
         progress = False if args.no_progress else None
         training.resume(args.run_dir, args.total_steps, devices=devices, progress=progress)

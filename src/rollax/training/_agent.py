@@ -484,6 +484,14 @@ def build_agent(
         programs = [evaluate_program(e, d) for e, d in evaluations]
         key = jax.eval_shape(lambda: jax.random.key(0))
         state = jax.eval_shape(init_global, key)
+        if layout.mesh is not None:  # as placed on the devices, or the first call compiles
+            state = jax.tree.map(
+                lambda leaf, sharding: jax.ShapeDtypeStruct(
+                    leaf.shape, leaf.dtype, sharding=sharding
+                ),
+                state,
+                layout.shardings(state_layout, state),
+            )
         iterations = jax.ShapeDtypeStruct((), jnp.int32)
         jobs = [
             lambda: fast_init.lower(key).compile(),

@@ -344,12 +344,17 @@ def make_layout(num_seeds: int, num_shards: int, devices: int | str = 1) -> Layo
 
     Seeds go to devices first (they never communicate): the seed axis takes ``gcd(num_seeds,
     devices)`` devices and the data axis the rest, which must divide ``num_shards``.
+    ``"auto"``: the most devices that divide ``num_seeds``, all on the seed axis.
 
     Raises:
         ValueError: more devices than exist, or a data axis that does not divide the shards
             (naming the shard counts and device counts that would work).
     """
-    count = resolve_devices(devices)
+    if devices == "auto":  # the seed axis alone, on as many devices as divide it
+        available = jax.device_count()
+        count = max(d for d in range(1, available + 1) if num_seeds % d == 0)
+    else:
+        count = resolve_devices(devices)
     if count == 1:
         return Layout(num_seeds, num_shards)
     seed_devices = math.gcd(num_seeds, count)

@@ -154,6 +154,8 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     )
     last_ckpt = run.env_steps
     recent: float | None = None
+    if agent.num_seeds > 1 and is_writer():
+        print(f"rollax: training {_members(run)} on {_devices(agent.layout)}.", file=sys.stderr)
     try:
         with _stop_requests() as stops:
             stopping = asked = False
@@ -232,6 +234,26 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         for board in point_boards:
             board.close()
     print(f"Run directory: {directory.path}", file=sys.stderr)
+
+
+def _members(run: Run) -> str:
+    """``"12 members (6 grid points x 2 seeds)"``, or ``"2 seeds"``."""
+    points = len(point_labels(run.config.sweep))
+    seeds = int(run.config.num_seeds)
+    if not points:
+        return f"{seeds} seeds"
+    return f"{points * seeds} members ({points} grid points x {seeds} seed{'s' * (seeds > 1)})"
+
+
+def _devices(layout: Any) -> str:
+    """``"2 cpu devices (members split over 2, shards over 1)"``, or ``"1 device"``."""
+    if layout.mesh is None:
+        return "1 device"
+    kinds = "/".join(sorted({d.platform for d in layout.mesh.devices.flat}))
+    return (
+        f"{layout.mesh.devices.size} {kinds} devices (the seed axis over {layout.seed_devices}, "
+        f"each seed's shards over {layout.data_devices})"
+    )
 
 
 def _call_back(callback: Callback, run: Run, row: dict[str, Any]) -> Any:

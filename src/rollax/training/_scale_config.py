@@ -46,10 +46,12 @@ class ScaleConfig:
     num_seeds seeds, in one compiled program, e.g. --sweep learning_rate=1e-3,3e-3 --sweep
     ent_coef=0,0.01. Only hyperparameters held as data in the training state can be swept;
     metrics.csv, TensorBoard and rollax plot report each grid point."""
-    devices: int | Literal["all"] = 1
-    """Devices to train on, a count or 'all'. Seeds spread over devices first (they never
-    communicate); the remaining devices split each seed's shards, which average their
-    gradients. The global batch does not depend on it."""
+    devices: int | Literal["all", "auto"] = 1
+    """Devices to train on: a count, 'all', or 'auto' (the seeds, or a sweep's members,
+    spread over as many devices as divide them, and shards stay together: on a CPU the
+    command line makes each core a device, so several seeds use every core). Seeds spread
+    over devices first (they never communicate); the remaining devices split each seed's
+    shards, which average their gradients. The global batch does not depend on it."""
 
     @property
     def num_members(self) -> int:
@@ -76,11 +78,11 @@ class ScaleConfig:
         check_fields(self, "positive_int", "num_seeds", "num_shards")
         name = type(self).__name__
         devices = self.devices
-        if devices != "all" and (
+        if devices not in ("all", "auto") and (
             isinstance(devices, bool) or not isinstance(devices, int) or devices < 1
         ):
             raise ValueError(
-                f"{name}.devices must be a positive integer or 'all', got {devices!r}."
+                f"{name}.devices must be a positive integer, 'all' or 'auto', got {devices!r}."
             )
         for field in shard_divides:
             value = getattr(self, field)
