@@ -42,7 +42,7 @@ class ScaleConfig:
     buffer of buffer_size / num_shards), and the shards average their gradients. Devices on
     the data axis each take whole shards, so one device runs the same shards as four."""
     sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """NAME=V1,V2,... (repeatable): train every combination of these values, each with
+    """NAME=V1,V2,...: train every combination of these values, each with
     num_seeds seeds, in one compiled program, e.g. --sweep learning_rate=1e-3,3e-3 --sweep
     ent_coef=0,0.01. Only hyperparameters held as data in the training state can be swept;
     metrics.csv, TensorBoard and rollax plot report each grid point."""
