@@ -117,6 +117,14 @@ def test_dqn_members_keep_their_exploration_schedule_on_a_new_budget(tmp_path):
     run_dir = train(config, rc)
     steps = load_run(run_dir, total_steps=1600).state.learner.hparams.exploration_steps
     np.testing.assert_array_equal(np.asarray(steps), [400, 400, 800, 800])
+    # A run written before sweeps existed has no "sweep" in config.json: it still loads.
+    old = tmp_path / "old"
+    train(DQN_SMALL.replace(total_steps=400), RunConfig(run_dir=str(old), progress=False,
+                                                        eval_episodes=0))  # fmt: skip
+    stored = json.loads((old / "config.json").read_text())
+    del stored["config"]["sweep"]
+    (old / "config.json").write_text(json.dumps(stored))
+    assert load_run(old).config.sweep == ()
 
 
 @pytest.mark.parametrize(
@@ -130,6 +138,7 @@ def test_dqn_members_keep_their_exploration_schedule_on_a_new_budget(tmp_path):
         (("ent_coef",), r"'ent_coef' is not NAME=V1,V2"),
         (("ent_coef=0,",), r"'ent_coef=0,' is not NAME=V1,V2"),
         (("gamma=0.9", "gamma=0.99"), r"'gamma' is swept twice"),
+        (("gamma=0.9,0.9",), r"'gamma=0.9,0.9' repeats a value"),
         ("gamma=0.9", r"sweep must be NAME=V1,V2,... strings"),
     ],
 )

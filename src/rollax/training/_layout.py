@@ -344,13 +344,16 @@ def make_layout(num_seeds: int, num_shards: int, devices: int | str = 1) -> Layo
 
     Seeds go to devices first (they never communicate): the seed axis takes ``gcd(num_seeds,
     devices)`` devices and the data axis the rest, which must divide ``num_shards``.
-    ``"auto"``: the most devices that divide ``num_seeds``, all on the seed axis.
+    ``"auto"``: the most devices that divide ``num_seeds``, all on the seed axis (in a run of
+    several processes, every device, as ``"all"``: each process must hold part of the mesh).
 
     Raises:
         ValueError: more devices than exist, or a data axis that does not divide the shards
             (naming the shard counts and device counts that would work).
     """
-    if devices == "auto":  # the seed axis alone, on as many devices as divide it
+    if devices == "auto" and jax.process_count() > 1:
+        count = resolve_devices("all")  # every process must hold part of the mesh
+    elif devices == "auto":  # the seed axis alone, on as many devices as divide it
         available = jax.device_count()
         count = max(d for d in range(1, available + 1) if num_seeds % d == 0)
     else:

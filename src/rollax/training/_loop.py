@@ -279,6 +279,12 @@ def _stop_diverged(run: Run, previous: Any, metrics: dict) -> None:
     bad_steps = run.env_steps
     run.state = previous
     seeds = [int(i) for i in np.flatnonzero(~np.asarray(metrics["finite"]))]
+    labels = seed_return_fields(run.config.num_seeds, run.config.sweep)
+    which = (
+        ", ".join(labels[i].removeprefix("episode_return") for i in seeds)
+        if point_labels(run.config.sweep)
+        else str(seeds)
+    )
     losses = [
         f"{k}={float(np.asarray(metrics[k])[seeds[0]]):.4g}"
         for k in run.agent.metric_names
@@ -294,8 +300,9 @@ def _stop_diverged(run: Run, previous: Any, metrics: dict) -> None:
         else "no checkpoint had been written yet"
     )
     raise TrainingDiverged(
-        f"Training diverged between environment steps {run.env_steps} and {bad_steps}: seed(s) "
-        f"{seeds} reached non-finite values ({what}). The run stopped; the diverged state was "
+        f"Training diverged between environment steps {run.env_steps} and {bad_steps}: "
+        f"{'member' if point_labels(run.config.sweep) else 'seed'}(s) {which} reached non-finite "
+        f"values ({what}). The run stopped; the diverged state was "
         f"not saved, and {where}. Resuming repeats the same computation: start a new run with "
         f"a smaller learning rate (or larger gradient clipping, fewer epochs)."
     )

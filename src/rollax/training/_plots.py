@@ -231,7 +231,7 @@ def _title(curves: Sequence[_Curve]) -> str:
         return f"{algos.pop()} on {envs.pop()}"
     if len(envs) == 1:
         return envs.pop()
-    return f"{len(curves)} runs"
+    return f"{len({c.directory for c in curves})} runs"
 
 
 def _draw(curves: Sequence[_Curve], x: str, smooth: int, band: str, title: str | None) -> Figure:

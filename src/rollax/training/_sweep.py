@@ -53,6 +53,8 @@ def sweep_entries(sweep: Any, where: str = "sweep") -> tuple[tuple[str, tuple[st
             )
         if name in dict(entries):
             raise ValueError(f"{where}: {name!r} is swept twice; give its values in one entry.")
+        if len(set(values)) < len(values):
+            raise ValueError(f"{where}: {entry!r} repeats a value; give each value once.")
         entries.append((name, values))
     return tuple(entries)
 

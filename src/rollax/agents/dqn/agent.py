@@ -294,7 +294,8 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         """Stretch the exploration schedule to a new budget."""
         hp = state.learner.hparams
         fractions = [member.exploration_fraction for member in config.member_configs()]
-        steps = jnp.asarray(np.asarray(fractions) * total_steps, jnp.float32)
+        steps = np.asarray(np.asarray(fractions) * total_steps, np.float32)
+        steps = jax.device_put(steps, hp.exploration_steps.sharding)  # placed as it was
         return state.replace(
             learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps))
         )

@@ -436,8 +436,9 @@ def make_ppo(
 
     def with_budget(state: PPOState, total_steps: int) -> PPOState:
         """Stretch the learning-rate schedule to a new budget (members that anneal)."""
-        annealing = state.hparams.anneal_updates > 0
-        updates = jnp.where(annealing, float(total_steps // config.batch_size), 0.0)
+        current = state.hparams.anneal_updates
+        stretched = jnp.full_like(current, total_steps // config.batch_size)
+        updates = jnp.where(current > 0, stretched, jnp.zeros_like(current))
         return state.replace(hparams=state.hparams.replace(anneal_updates=updates))
 
     agent = build_agent(
