@@ -262,9 +262,9 @@ def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]
     for name in (section, "run"):
         if name not in stored:
             raise ValueError(f"{where} lacks its {name!r} section.")
-    fields = dict(stored[section]) if isinstance(stored[section], dict) else stored[section]
-    if isinstance(fields, dict):
-        fields.setdefault("sweep", [])  # runs written before sweeps existed had none
+    fields = stored[section]
+    if isinstance(fields, dict):  # runs written before sweeps existed had none
+        fields = {"sweep": [], **fields}
     config = decode_config(algorithm.config_type, fields, f"{where}: {section!r}")
     run_config = decode_config(RunConfig, stored["run"], f"{where}: 'run'")
     return algorithm, config, run_config
