@@ -262,7 +262,7 @@ def _check_shapes(env: Environment, params: EnvParams, report: _Report) -> Any:
 
 def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` jitted with XLA's lightest CPU optimization: the checks run each program once."""
-    from rollax.training._agent import FastCompile
+    from rollax.training._compile import FastCompile
 
     return FastCompile(fn, cpu_level=0)
 
