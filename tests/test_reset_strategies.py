@@ -200,6 +200,28 @@ def test_per_environment_params_shape_the_resets_of_each_environment(key):
             assert mine.max() <= bound and mine.max() > bound / 2, (strategy, i)
 
 
+def test_chunked_resets_draw_the_same_states_as_one_batch(key):
+    # An environment with a reset_chunk (Craftax on the CPU) is reset a chunk at a time;
+    # the states are those of one batched reset, with shared or per-environment params.
+    from rollax.envs._resets import Starts
+
+    class Chunked(type(rollax.make("CartPole-v1").env)):
+        reset_chunk = 3
+
+    whole, chunked = rollax.make("CartPole-v1").env, Chunked()
+    keys = jax.random.split(key, 8)
+    shared = whole.default_params
+    per_env = shared.replace(reset_bound=np.linspace(0.01, 0.2, 8, dtype=np.float32))
+    axes = jax.tree.map(lambda p: 0 if np.ndim(p) else None, per_env)
+    for params, ax in ((shared, None), (per_env, axes)):
+        expected = Starts(whole, params, ax).draw(keys)
+        got = jax.jit(lambda k, p, ax=ax: Starts(chunked, p, ax).draw(k))(keys, params)
+        jax.tree.map(np.testing.assert_array_equal, jax.random.key_data(got[0]),
+                     jax.random.key_data(expected[0]))  # fmt: skip
+        jax.tree.map(np.testing.assert_array_equal, got[1:], expected[1:])
+    assert not np.allclose(got[2], Starts(whole, shared, None).draw(keys)[2])
+
+
 # ------------------------------------------------------------------ jit, vmap, recompiles
 
 

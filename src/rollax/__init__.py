@@ -14,6 +14,7 @@ from rollax.envs import (
     make,
     register,
     registered_envs,
+    suite_envs,
 )
 from rollax.types import TimeStep
 
@@ -43,5 +44,6 @@ __all__ = [
     "make",
     "register",
     "registered_envs",
+    "suite_envs",
     "spaces",
 ]

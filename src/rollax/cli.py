@@ -115,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("--title", default=None, help="default: the runs' algorithm and env")
 
-    commands.add_parser("envs", help="list the registered environments")
+    commands.add_parser(
+        "envs", help="list the registered environments and the installed suites' ones"
+    )
     check = commands.add_parser(
         "check", help="check an environment against rollax's interface (rollax.envs.check_env)"
     )
@@ -235,9 +237,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     from rollax import training
 
     if args.command == "envs":
-        from rollax.envs import registered_envs
+        from rollax.envs import registered_envs, suite_envs
 
-        print("\n".join(registered_envs()))
+        print("\n".join(registered_envs() + suite_envs()))
         return 0
     if args.command == "check":
         from rollax.envs import EnvCheckError, check_env

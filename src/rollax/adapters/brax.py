@@ -10,7 +10,9 @@ environments have no parameters besides the time limit (1,000 steps, Brax's defa
 
 from __future__ import annotations
 
-import difflib
+import contextlib
+import io
+import warnings
 from typing import Any
 
 import jax
@@ -18,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._struct import pytree_dataclass
+from rollax.adapters._suite import suite_code, unknown_id
 from rollax.envs._base import Environment, EnvParams
 from rollax.spaces import Box, Space
 
@@ -44,12 +47,10 @@ class BraxEnv(Environment[Any, BraxParams]):
 
         names = sorted(envs._envs)  # brax's registry has no public listing
         if env_id not in names:
-            close = difflib.get_close_matches(env_id, names, n=5, cutoff=0.5)
-            hint = f" Did you mean {', '.join(repr('brax/' + c) for c in close)}?" if close else ""
-            raise ValueError(f"Unknown Brax environment {env_id!r}.{hint} Brax has {names}.")
+            raise unknown_id("Brax", "brax/", env_id, names)
         self.env_id = env_id
         self._env = envs.get_environment(env_id, **kwargs)
-        with jax.numpy_dtype_promotion("standard"):  # observation_size runs a Brax reset
+        with suite_code():
             high = np.full((self._env.observation_size,), np.inf, np.float32)
             self._action_space = Box(-1.0, 1.0, (self._env.action_size,))
         self._observation_space = Box(-high, high, high.shape)
@@ -71,13 +72,28 @@ class BraxEnv(Environment[Any, BraxParams]):
         return self._action_space
 
     def reset_env(self, key: jax.Array, params: BraxParams) -> Any:
-        with jax.numpy_dtype_promotion("standard"):  # Brax relies on implicit promotion
+        with suite_code():
             return self._env.reset(key)
 
     def step_env(self, state: Any, action: jax.Array, params: BraxParams) -> tuple:
-        with jax.numpy_dtype_promotion("standard"):  # Brax relies on implicit promotion
+        with suite_code():
             state = self._env.step(state, action)
         return state, jnp.asarray(state.reward, jnp.float32), state.done > 0.5
 
     def observe(self, state: Any, params: BraxParams) -> jax.Array:
         return jnp.asarray(state.obs, jnp.float32)
+
+
+def brax_ids() -> list[str]:
+    """``brax/<name>`` for every Brax environment (empty without Brax installed).
+
+    Brax's import announces optional backends on stdout and deprecations of its
+    dependencies: a listing keeps them quiet.
+    """
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from brax import envs
+    except ImportError:
+        return []
+    return ["brax/" + name for name in sorted(envs._envs)]

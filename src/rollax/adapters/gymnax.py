@@ -16,7 +16,6 @@ frame stacking and pixel augmentation take as they take rendered cameras (docs/d
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._struct import pytree_dataclass
+from rollax.adapters._suite import strong, suite_code, unknown_id
 from rollax.envs._base import Environment, EnvParams
 from rollax.spaces import Box, Dict, Discrete, Space
 
@@ -107,12 +107,7 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
         import gymnax
 
         if env_id not in gymnax.registered_envs:
-            close = difflib.get_close_matches(env_id, gymnax.registered_envs, n=5, cutoff=0.5)
-            hint = f" Did you mean {', '.join(repr(PREFIX + c) for c in close)}?" if close else ""
-            raise ValueError(
-                f"Unknown gymnax environment {env_id!r}.{hint} gymnax.registered_envs lists "
-                f"{len(gymnax.registered_envs)} ids."
-            )
+            raise unknown_id("gymnax", PREFIX, env_id, gymnax.registered_envs)
         self.env_id = env_id
         self._env, self._params = gymnax.make(env_id, **kwargs)
         if pixels is not None and not isinstance(pixels, bool):
@@ -139,7 +134,7 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
     def default_params(self) -> GymnaxParams:
         return GymnaxParams(
             max_episode_steps=np.int32(self._params.max_steps_in_episode),
-            inner=_strong(self._params),
+            inner=strong(self._params),
         )
 
     @property
@@ -152,19 +147,19 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
 
     def reset_env(self, key: jax.Array, params: GymnaxParams) -> GymnaxState:
         k_reset, k_steps = jax.random.split(key)
-        with jax.numpy_dtype_promotion("standard"):  # gymnax relies on implicit promotion
+        with suite_code():
             obs, inner = self._env.reset_env(k_reset, params.inner)
-        return GymnaxState(_strong(inner), self._convert(obs), k_steps)
+        return GymnaxState(strong(inner), self._convert(obs), k_steps)
 
     def step_env(
         self, state: GymnaxState, action: jax.Array, params: GymnaxParams
     ) -> tuple[GymnaxState, jax.Array, jax.Array]:
         key, k_step = jax.random.split(state.key)
-        with jax.numpy_dtype_promotion("standard"):  # gymnax relies on implicit promotion
+        with suite_code():
             obs, inner, reward, terminated, _ = self._env.step_env(
                 k_step, state.inner, action, params.inner
             )
-        next_state = GymnaxState(_strong(inner), self._convert(obs), key)
+        next_state = GymnaxState(strong(inner), self._convert(obs), key)
         return next_state, jnp.asarray(reward, jnp.float32), jnp.asarray(terminated, jnp.bool_)
 
     def observe(self, state: GymnaxState, params: GymnaxParams) -> Any:
@@ -175,17 +170,6 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
         if self.pixels:
             return jnp.round(jnp.asarray(obs, jnp.float32) * 255).astype(jnp.uint8)
         return jnp.asarray(obs, jnp.float32)
-
-
-def _strong(tree: Any) -> Any:
-    """``tree`` with every leaf a strongly typed array.
-
-    gymnax builds states and params from Python numbers, which JAX types weakly; a weak leaf
-    that a step makes strong changes the type signature of a state between two calls of a
-    compiled program, which then compiles again (seen: the first chunk of PPO training after
-    ``init`` on MinAtar compiled twice).
-    """
-    return jax.tree.map(lambda x: jnp.asarray(x, jnp.result_type(x)), tree)
 
 
 def _is_image(space: Space) -> bool:

@@ -14,6 +14,7 @@ from rollax.envs._registry import (
     register,
     registered_envs,
     spec,
+    suite_envs,
 )
 from rollax.envs._resets import RESET_STRATEGIES, ResetPool, default_reset_strategy
 from rollax.envs._vec_env import AUTORESET_MODES, EnvState, VecEnv
@@ -36,6 +37,7 @@ __all__ = [
     "make",
     "register",
     "registered_envs",
+    "suite_envs",
     "spec",
 ]
 

@@ -128,3 +128,11 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
     worth batching (``pool``); a cheap one is computed for every environment each step
     (``every_step``).
     """
+
+    reset_chunk: int | None = None
+    """Compute a batched reset at most this many environments at a time (``None``: all at once).
+
+    For an environment whose reset, batched with ``vmap``, costs more than linearly in the
+    batch on some backend: the reset strategies then draw states in chunks of this size
+    (``lax.map``), each chunk batched. Craftax's world generation on the CPU sets it.
+    """

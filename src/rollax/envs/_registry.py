@@ -26,7 +26,15 @@ from rollax.envs._base import Environment
 from rollax.envs._vec_env import AutoresetMode, VecEnv
 from rollax.envs.wrappers import ActionRepeat, FrameStack
 
-__all__ = ["ENTRY_POINT_GROUP", "EnvSpec", "make", "register", "registered_envs", "spec"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "EnvSpec",
+    "make",
+    "register",
+    "registered_envs",
+    "spec",
+    "suite_envs",
+]
 
 ENTRY_POINT_GROUP = "rollax.envs"
 """The entry-point group in which installed packages declare their environments: each entry's
@@ -184,10 +192,31 @@ def spec(env_id: str) -> EnvSpec:
 
 
 _FOREIGN = {
-    "gymnax": ("gymnax", "rollax.adapters.gymnax:GymnaxEnv"),
-    "brax": ("brax", "rollax.adapters.brax:BraxEnv"),
+    suite: (module, f"rollax.adapters.{suite}:{wrapper}", f"rollax.adapters.{suite}:{suite}_ids")
+    for suite, module, wrapper in (
+        ("gymnax", "gymnax", "GymnaxEnv"),
+        ("brax", "brax", "BraxEnv"),
+        ("craftax", "craftax", "CraftaxEnv"),
+        ("jumanji", "jumanji", "JumanjiEnv"),
+        ("xminigrid", "xminigrid", "XMiniGridEnv"),
+    )
 }
-"""Namespaces of other libraries' environments: the module each needs and rollax's wrapper."""
+"""Namespaces of other libraries' environments (each behind the extra of its name): the
+module each needs, rollax's wrapper, and the function listing its ids."""
+
+
+def suite_envs() -> tuple[str, ...]:
+    """The ids of the other suites' environments whose libraries are installed, sorted.
+
+    ``rollax.make`` takes them as ``"<suite>/<name>"`` (``"craftax/Craftax-Classic-Symbolic-v1"``,
+    ``"gymnax/Breakout-MinAtar"``...); they are not in :func:`registered_envs`, which lists
+    rollax's own and the registered ones.
+    """
+    ids: list[str] = []
+    for module, _, lister in _FOREIGN.values():
+        if importlib.util.find_spec(module) is not None:
+            ids.extend(EnvSpec("", lister).load()())
+    return tuple(sorted(ids))
 
 
 def _import(module: str, env_id: str) -> Any:
@@ -257,7 +286,7 @@ def _register_entry_points() -> None:
 def _register_foreign(env_id: str) -> None:
     """Register ``<library>/<name>`` on first use (any of its ids works without listing it)."""
     namespace, _, name = env_id.partition("/")
-    module, entry_point = _FOREIGN[namespace]
+    module, entry_point, _ = _FOREIGN[namespace]
     if importlib.util.find_spec(module) is None:
         raise ValueError(f"{env_id!r} needs {module}: pip install 'rollax[{namespace}]'.")
     wrapper = EnvSpec(env_id, entry_point).load()

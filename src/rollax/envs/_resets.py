@@ -149,6 +149,9 @@ class Starts:
 
         Returns:
             ``(next_keys, core, obs)``, each with a leading ``K`` axis.
+
+        An environment with a ``reset_chunk`` smaller than ``K`` is reset that many keys at
+        a time.
         """
         params = self.params if index is None else gather_params(self.params, self.axes, index)
         axes = self.axes if self.per_env_params else None
@@ -158,7 +161,20 @@ class Starts:
             core = self.env.reset_env(reset_key, params)
             return next_key, core, self.env.observe(core, params)
 
-        return jax.vmap(one, in_axes=(0, axes))(keys, params)
+        chunk = self.env.reset_chunk
+        if chunk is None or keys.shape[0] <= chunk:
+            return jax.vmap(one, in_axes=(0, axes))(keys, params)
+        if axes is None:
+            return jax.lax.map(lambda key: one(key, params), keys, batch_size=chunk)
+        # Per-key params: map over the keys and the per-environment leaves together.
+        mapped = jax.tree.map(lambda p, a: None if a is None else p, params, axes)
+
+        def one_of(args: tuple) -> tuple[PRNGKey, Any, Any]:
+            key, own = args
+            merged = jax.tree.map(lambda p, a, o: p if a is None else o, params, axes, own)
+            return one(key, merged)
+
+        return jax.lax.map(one_of, (keys, mapped), batch_size=chunk)
 
 
 # ---------------------------------------------------------------------------- strategies

@@ -54,6 +54,11 @@ class _Wrapper(Environment):
         """The wrapped environment's."""
         return self.env.costly_reset
 
+    @property
+    def reset_chunk(self) -> int | None:  # type: ignore[override]
+        """The wrapped environment's."""
+        return self.env.reset_chunk
+
     def reset_env(self, key: jax.Array, params: EnvParams) -> Any:
         """The wrapped environment's."""
         return self.env.reset_env(key, params)

@@ -1,0 +1,49 @@
+"""What the adapters of other JAX suites share: typed leaves and messages for unknown ids."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["strong", "suite_code", "unknown_id"]
+
+
+def strong(tree: Any) -> Any:
+    """``tree`` with every leaf a strongly typed array.
+
+    The suites build states and params from Python numbers, which JAX types weakly; a weak
+    leaf that a step makes strong changes the type signature of a state between two calls
+    of a compiled program, which then compiles again (seen: the first chunk of PPO training
+    after ``init`` on MinAtar compiled twice).
+    """
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.result_type(x)), tree)
+
+
+def unknown_id(suite: str, prefix: str, env_id: str, known: Iterable[str]) -> ValueError:
+    """A ``ValueError`` for an id ``suite`` does not have: the closest ids and all of them."""
+    known = list(known)
+    close = difflib.get_close_matches(env_id, known, n=5, cutoff=0.5)
+    hint = f" Did you mean {', '.join(repr(prefix + c) for c in close)}?" if close else ""
+    listing = ", ".join(known) if len(known) <= 30 else f"{len(known)} ids"
+    return ValueError(f"Unknown {suite} environment {env_id!r}.{hint} rollax has {listing}.")
+
+
+@contextlib.contextmanager
+def suite_code() -> Iterator[None]:
+    """Trace a suite's own code as its authors do: JAX's standard dtype promotion.
+
+    The suites rely on implicit promotion (rollax's tests run with ``strict``), and some
+    scatter a float into an int array (Jumanji's BinPack), which JAX warns about: that
+    warning concerns the suite's code, not the user's, and is silenced here.
+    """
+    with jax.numpy_dtype_promotion("standard"), warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="scatter inputs have incompatible types", category=FutureWarning
+        )
+        yield
