@@ -151,3 +151,16 @@ def test_sweep_benchmark_ends_with_json():
         "learning_rate=1e-3 ent_coef=0.01",
     }
     assert {"one_program_s", "separate_runs_s", "ratio_one_program_vs_separate"} <= set(row)
+
+
+@pytest.mark.slow
+def test_worlds_benchmark_ends_with_json():
+    # Jumanji's Maze only: Craftax's programs take minutes to compile on this CPU (the
+    # adapter itself is tested in tests/test_worlds.py).
+    args = "--suites jumanji --sizes 16 --steps 6 --repeats 1 --limit 2"
+    row = _report("worlds.py", args)["jumanji 16"]
+    assert row["default"] == "pool"
+    for regime in ("natural", "limit 2"):
+        for variant in ("rollax pool", "rollax compact", "jumanji AutoResetWrapper"):
+            assert {"steps_per_s", "freshness", "episodes"} <= set(row[f"{regime} | {variant}"])
+    assert row["limit 2 | rollax pool"]["freshness"] == 1.0

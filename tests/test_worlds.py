@@ -271,3 +271,26 @@ def test_suites_are_listed():
         "xminigrid/MiniGrid-DoorKey-8x8",
     } <= set(ids)
     assert not any(i.startswith("xminigrid/XLand") for i in ids)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # Gymnasium's advice on infinite bounds
+def test_the_adapters_take_the_worlds():
+    # Gymnasium's checker on a rendering XLand-MiniGrid environment; Jumanji's dict of
+    # vectors through Gymnasium's vector API, TorchRL's spec check and SB3's PPO.
+    import gymnasium
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3 import PPO
+    from torchrl.envs.utils import check_env_specs
+
+    from rollax.adapters.gymnasium import RollaxEnv, make_vec
+    from rollax.adapters.sb3 import RollaxVecEnv
+    from rollax.adapters.torchrl import RollaxEnv as TorchRLEnv
+
+    check_env(RollaxEnv("xminigrid/MiniGrid-Empty-5x5", render_mode="rgb_array"))
+    vec = make_vec("jumanji/Game2048-v1", 4)
+    obs, _ = vec.reset(seed=0)
+    assert isinstance(vec.single_observation_space, gymnasium.spaces.Dict)
+    assert obs["board"].shape == (4, 16)
+    obs, *_ = vec.step(vec.action_space.sample())
+    check_env_specs(TorchRLEnv("jumanji/Snake-v1", 4), break_when_any_done="both")
+    PPO("MultiInputPolicy", RollaxVecEnv("jumanji/Maze-v0", 4), n_steps=16, batch_size=32).learn(64)

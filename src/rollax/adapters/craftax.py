@@ -7,11 +7,11 @@ generation and step with rollax's semantics:
   through rollax's reset strategies (on the CPU the ``pool`` draws worlds in batched refills;
   Craftax's own autoreset generates a world for every environment on every step).
 - **The time limit is rollax's.** Craftax folds its ``max_timesteps`` into ``done``; here that
-  limit is :attr:`CraftaxParams.max_episode_steps` and ends an episode with ``truncated``,
+  limit is ``CraftaxParams.max_episode_steps`` and ends an episode with ``truncated``,
   while ``terminated`` is Craftax's natural end alone (death, lava, or in Craftax the defeated
   boss). ``final_obs`` is the true last observation.
 - **Params are data.** Craftax's ``EnvParams`` (day length, mob health, spawn chances...)
-  live in :attr:`CraftaxParams.inner`; a changed value does not recompile.
+  live in ``CraftaxParams.inner``; a changed value does not recompile.
 
 Observations: the symbolic variants observe Craftax's float32 vector; the pixel variants
 the agent's view as ``{"pixels/view": uint8 (H, W, 3)}`` (Craftax's float image in

@@ -8,7 +8,7 @@ not wrapped), runs XLand-MiniGrid's own ``reset`` and ``step`` with rollax's sem
 - **Every reset is fresh**: each layout is generated from a key used nowhere else.
   XLand-MiniGrid's own autoreset wrappers derive the next episode's key from the state's.
 - **The time limit is rollax's**: XLand-MiniGrid marks its ``max_steps`` with a last step of
-  discount 1; here :attr:`XMiniGridParams.max_episode_steps` (by default the suite's
+  discount 1; here ``XMiniGridParams.max_episode_steps`` (by default the suite's
   ``max_steps``) ends the episode with ``truncated``, and ``terminated`` is the goal reached.
   The success reward, ``1 - 0.9 * steps / max_steps``, reads the suite's ``max_steps``
   (an option of ``rollax.make``).

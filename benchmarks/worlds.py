@@ -1,0 +1,370 @@
+"""Fresh worlds at what price: rollax's reset strategies against the suites' own autoresets.
+
+On Craftax-Classic-Symbolic, where a reset generates a whole world, at each batch size:
+
+- rollax's fresh strategies (``every_step``, ``on_done``, ``compact``, ``pool``; the default
+  is ``pool``, on every backend for an environment with a costly reset);
+- **Craftax's own autoreset** (``auto_reset=True``): a world generated for every environment
+  on every step, kept where one ended;
+- **the optimistic reset of Craftax's baselines**, rebuilt from its description: each step
+  generates ``num_envs / reset_ratio`` worlds (``--reset-ratio``, 16) and hands them to the
+  environments that ended, in order; when more end in one step, several start from the same
+  world.
+
+And on Jumanji's Maze-v0 (a reset costs some 40 steps): rollax's strategies against Jumanji's
+``AutoResetWrapper`` under ``vmap`` (a reset computed for every environment at every step).
+
+Figures per variant (medians over ``--repeats`` rollouts of ``--steps`` steps with a table of
+random actions, in a jitted ``lax.scan``, compilation excluded):
+
+- **steps/s**;
+- **freshness**: the fraction of episodes started by an autoreset whose first state was never
+  the first state of an earlier episode (a fingerprint of the whole world: Craftax's map,
+  Jumanji's maze and positions), from a separate rollout that records them.
+
+Two regimes, the same programs (params are data in every library): ``natural``, the suites'
+own time limits (a random agent's episodes end when it dies), and ``limit L``
+(``--limit``, 16): every episode cut at L steps, so that many end on the same step. Also the
+cost of one world generation against a step's, per environment.
+
+The last line printed is one JSON object with every figure.
+
+Usage:
+    python benchmarks/worlds.py [--sizes 256 1024] [--steps 128] [--repeats 3]
+        [--limit 16] [--reset-ratio 16] [--suites craftax jumanji]
+        [--slow-steps N] [--autoreset-steps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import rollax
+from _common import median_seconds
+from rollax.adapters._suite import suite_code
+
+FRESH = ("every_step", "on_done", "compact", "pool")
+CRAFTAX = "Craftax-Classic-Symbolic-v1"
+MAZE = "Maze-v0"
+
+
+# ---------------------------------------------------------------------------- fingerprints
+
+
+def fingerprint(*grids: jax.Array) -> jax.Array:
+    """Two 32-bit hashes of each environment's arrays: uint32 ``(N, 2)``.
+
+    Every array's ``(N, ...)`` entries are flattened, weighted by fixed random odd numbers and
+    summed modulo 2**32, twice with different weights: two worlds share a fingerprint only
+    if they are equal (or with probability about 2**-64).
+    """
+    flat = jnp.concatenate([g.reshape(g.shape[0], -1).astype(jnp.uint32) for g in grids], 1)
+    weights = jax.random.bits(jax.random.key(123), (2, flat.shape[1]), jnp.uint32) | 1
+    return jnp.stack([(flat * w).sum(axis=1, dtype=jnp.uint32) for w in weights], axis=1)
+
+
+def freshness(first: np.ndarray, done: np.ndarray, later: np.ndarray) -> dict[str, Any]:
+    """The fraction of episodes started by a reset whose first state is new.
+
+    Args:
+        first: The initial batch's fingerprints, ``(N, 2)``.
+        done: Which environments ended at each step, bool ``(T, N)``.
+        later: Each environment's fingerprint after each step, ``(T, N, 2)``; where ``done``,
+            the first state of a new episode.
+    """
+    seen = {tuple(f) for f in first}
+    fresh = total = 0
+    for t in range(done.shape[0]):
+        for f in later[t][done[t]]:
+            total += 1
+            key = tuple(f)
+            fresh += key not in seen
+            seen.add(key)
+    return {"episodes": total, "fresh": fresh, "freshness": fresh / total if total else None}
+
+
+# ---------------------------------------------------------------------------- variants
+#
+# Each variant is ``(init, step, worlds_of, params_for)`` for a batch: ``init(key, params)``
+# gives a state, ``step(state, key, actions, params)`` steps every environment and gives
+# ``(state, done)``, ``worlds_of(state)`` the suite's state whose worlds are fingerprinted,
+# and ``params_for(limit)`` the params of a regime (``None``: the suite's own time limit).
+# Params are arguments of the compiled programs, so both regimes share them.
+
+
+def rollax_variant(env_id: str, n: int, strategy: str | None) -> tuple:
+    env = rollax.make(env_id, num_envs=n, reset_strategy=strategy)
+
+    def step(state, key, actions, params):
+        state, ts = env.step(state, actions, params)
+        return state, ts.done
+
+    def params_for(limit):
+        params = env.default_params
+        return params if limit is None else params.replace(max_episode_steps=limit)
+
+    return (
+        lambda key, params: env.reset(key, params)[0],
+        step,
+        lambda state: state.core.inner,
+        params_for,
+    )
+
+
+def _craftax_params_for(env: Any) -> Callable:
+    def params_for(limit):
+        params = env.default_params
+        return params if limit is None else params.replace(max_timesteps=limit)
+
+    return params_for
+
+
+def craftax_autoreset_variant(n: int) -> tuple:
+    """Craftax's own autoreset: a world generated for every environment on every step."""
+    from craftax.craftax_env import make_craftax_env_from_name
+
+    env = make_craftax_env_from_name(CRAFTAX, auto_reset=True)
+
+    def init(key, params):
+        return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)[1]
+
+    def step(state, key, actions, params):
+        _, state, _, done, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(key, n), state, actions, params
+        )
+        return state, done
+
+    return init, step, lambda state: state, _craftax_params_for(env)
+
+
+def craftax_optimistic_variant(n: int, reset_ratio: int) -> tuple:
+    """The optimistic reset of Craftax's baselines, rebuilt from its description."""
+    from craftax.craftax_env import make_craftax_env_from_name
+
+    env = make_craftax_env_from_name(CRAFTAX, auto_reset=False)
+    worlds = n // reset_ratio
+
+    def init(key, params):
+        return jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(key, n), params)[1]
+
+    def step(state, key, actions, params):
+        k_step, k_reset = jax.random.split(key)
+        _, stepped, _, done, _ = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
+            jax.random.split(k_step, n), state, actions, params
+        )
+        _, fresh = jax.vmap(env.reset_env, in_axes=(0, None))(
+            jax.random.split(k_reset, worlds), params
+        )
+        # The k-th environment that ended takes world k, modulo the worlds generated.
+        rank = jnp.cumsum(done) - 1
+        world = jnp.where(done, rank % worlds, 0)
+        handed = jax.tree.map(lambda x: x[world], fresh)
+        state = jax.tree.map(
+            lambda new, old: jnp.where(done.reshape((n,) + (1,) * (old.ndim - 1)), new, old),
+            handed,
+            stepped,
+        )
+        return state, done
+
+    return init, step, lambda state: state, _craftax_params_for(env)
+
+
+def jumanji_autoreset_variant(n: int, limit: int | None) -> tuple:
+    """Jumanji's AutoResetWrapper under vmap: a reset for every environment at every step.
+
+    Jumanji's time limit is a constructor argument: one variant per regime.
+    """
+    import jumanji
+    from jumanji.wrappers import AutoResetWrapper
+
+    env = AutoResetWrapper(jumanji.make(MAZE, **({"time_limit": limit} if limit else {})))
+
+    def step(state, key, actions, params):
+        state, timestep = jax.vmap(env.step)(state, actions)
+        return state, timestep.last()
+
+    return (
+        lambda key, params: jax.vmap(env.reset)(jax.random.split(key, n))[0],
+        step,
+        lambda state: state,
+        lambda limit: None,
+    )
+
+
+# ---------------------------------------------------------------------------- measures
+
+
+def craftax_world(inner: Any) -> jax.Array:
+    return fingerprint(inner.map)
+
+
+def maze_world(inner: Any) -> jax.Array:
+    pos = (inner.agent_position.row, inner.agent_position.col)
+    goal = (inner.target_position.row, inner.target_position.col)
+    return fingerprint(inner.walls, *(jnp.asarray(p)[:, None] for p in (*pos, *goal)))
+
+
+def measure(
+    variant: tuple, actions: jax.Array, world: Callable, repeats: int, regimes: dict
+) -> dict[str, dict[str, Any]]:
+    """Steps/s of a rollout replaying ``actions``, and its freshness, for each regime."""
+    init, step, worlds_of, params_for = variant
+    steps, n = actions.shape[:2]
+    keys = jax.random.split(jax.random.key(2), steps)
+
+    @jax.jit
+    def rollout(state, params):
+        def body(state, inputs):
+            key, action = inputs
+            state, done = step(state, key, action, params)
+            return state, done.sum()
+
+        return jax.lax.scan(body, state, (keys, actions))
+
+    @jax.jit
+    def recorded(state, params):
+        def body(state, inputs):
+            key, action = inputs
+            state, done = step(state, key, action, params)
+            return state, (done, world(worlds_of(state)))
+
+        return world(worlds_of(state)), jax.lax.scan(body, state, (keys, actions))[1]
+
+    out = {}
+    with suite_code():
+        start = jax.jit(init)
+        for regime, limit in regimes.items():
+            params = params_for(limit)
+            state = start(jax.random.key(0), params)
+            seconds = median_seconds(lambda: rollout(state, params), repeats)  # noqa: B023
+            first, (done, later) = jax.device_get(recorded(state, params))
+            out[regime] = {
+                "steps_per_s": steps * n / seconds,
+                "seconds": seconds,
+                **freshness(first, done, later),
+            }
+    return out
+
+
+def world_cost(n: int, repeats: int) -> dict[str, float]:
+    """Milliseconds per environment: a Craftax step, a world generated in one ``vmap`` of the
+    whole batch, and one generated in rollax's chunks."""
+    from craftax.craftax_env import make_craftax_env_from_name
+
+    from rollax.adapters.craftax import CraftaxEnv
+
+    env = make_craftax_env_from_name(CRAFTAX, auto_reset=False)
+    params = env.default_params
+    keys = jax.random.split(jax.random.key(0), n)
+    chunk = CraftaxEnv(CRAFTAX).reset_chunk
+    with suite_code():
+        reset_all = jax.jit(lambda k: jax.vmap(env.reset_env, in_axes=(0, None))(k, params)[1])
+        state = reset_all(keys)
+        actions = jax.random.randint(jax.random.key(1), (n,), 0, 17)
+        step = jax.jit(
+            lambda k, s, a: jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(k, s, a, params)[1]
+        )
+        out = {"step_ms": 1e3 * median_seconds(lambda: step(keys, state, actions), repeats) / n}
+        chunked = jax.jit(
+            lambda k: jax.lax.map(lambda key: env.reset_env(key, params)[1], k, batch_size=chunk)
+        )
+        if chunk is not None:
+            out["world_chunked_ms"] = 1e3 * median_seconds(lambda: chunked(keys), repeats) / n
+        out["world_one_vmap_ms"] = 1e3 * median_seconds(lambda: reset_all(keys), 1) / n
+    best = min(v for k, v in out.items() if k.startswith("world"))
+    out["world_over_step"] = best / out["step_ms"]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
+    parser.add_argument("--steps", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=16, help="the limit regime's time limit")
+    parser.add_argument("--reset-ratio", type=int, default=16)
+    parser.add_argument("--suites", nargs="+", default=["craftax", "jumanji"],
+                        choices=["craftax", "jumanji"])  # fmt: skip
+    parser.add_argument("--slow-steps", type=int, default=None,
+                        help="steps, timed once, of the variants that generate every world "
+                        "on every step (rollax every_step, Craftax's autoreset); default: "
+                        "--steps and --repeats")  # fmt: skip
+    parser.add_argument("--autoreset-steps", type=int, default=None,
+                        help="steps, timed once, of Craftax's own autoreset (default: as "
+                        "--slow-steps); on the CPU it takes 45 s a step at 1,024")  # fmt: skip
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
+    results: dict[str, Any] = {"args": vars(args), "backend": jax.default_backend()}
+    regimes = {"natural": None, f"limit {args.limit}": args.limit}
+    for suite in args.suites:
+        env_id = f"craftax/{CRAFTAX}" if suite == "craftax" else f"jumanji/{MAZE}"
+        world = craftax_world if suite == "craftax" else maze_world
+        for n in args.sizes:
+            probe = rollax.make(env_id, num_envs=n)
+            table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), args.steps))
+            row: dict[str, Any] = {"default": probe.reset_strategy}
+            if suite == "craftax":
+                row["cost"] = world_cost(n, args.repeats)
+                print(f"{suite} {n}: {row['cost']}", flush=True)
+            # Each variant with the regimes it runs in.
+            variants: dict[str, Any] = {
+                f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in FRESH
+            }
+            if suite == "craftax":
+                variants["craftax autoreset"] = (craftax_autoreset_variant(n), regimes)
+                optimistic = craftax_optimistic_variant(n, args.reset_ratio)
+                variants["optimistic"] = (optimistic, regimes)
+            else:
+                for regime, limit in regimes.items():
+                    variants[f"jumanji AutoResetWrapper ({regime})"] = (
+                        jumanji_autoreset_variant(n, limit),
+                        {regime: limit},
+                    )
+            for name, (variant, only) in variants.items():
+                steps, repeats = args.steps, args.repeats
+                if name in ("rollax every_step", "craftax autoreset") and args.slow_steps:
+                    steps, repeats = args.slow_steps, 1
+                if name == "craftax autoreset" and args.autoreset_steps:
+                    steps, repeats = args.autoreset_steps, 1
+                    # Where no episode can end, its speed is the natural regime's.
+                    only = {r: v for r, v in only.items() if v is None or steps > v}
+                name = name.split(" (")[0]
+                for regime, figures in measure(
+                    variant, table[:steps], world, repeats, only
+                ).items():
+                    row[f"{regime} | {name}"] = figures
+                    fresh = figures["freshness"]
+                    print(f"{suite:7s} {n:5d} {regime:9s} {name:26s} "
+                          f"{figures['steps_per_s']:>12,.0f} steps/s  freshness "
+                          f"{'-' if fresh is None else f'{fresh:.4f}'} of "
+                          f"{figures['episodes']} episodes", flush=True)  # fmt: skip
+            results[f"{suite} {n}"] = row
+    print_ratios(results)
+    print(json.dumps(results))
+
+
+def print_ratios(results: dict[str, Any]) -> None:
+    """rollax's default strategy against each suite's own, per size and regime."""
+    for name, row in results.items():
+        if not isinstance(row, dict) or "default" not in row:
+            continue
+        default = f"rollax {row['default']}"
+        for key, figures in row.items():
+            regime, _, variant = key.partition(" | ")
+            if not variant or variant.startswith("rollax"):
+                continue
+            mine = row[f"{regime} | {default}"]
+            print(f"{name} {regime}: rollax {row['default']} / {variant} = "
+                  f"{mine['steps_per_s'] / figures['steps_per_s']:.2f}x steps/s, freshness "
+                  f"{mine['freshness']} against {figures['freshness']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
