@@ -293,4 +293,4 @@ def test_the_adapters_take_the_worlds():
     assert obs["board"].shape == (4, 16)
     obs, *_ = vec.step(vec.action_space.sample())
     check_env_specs(TorchRLEnv("jumanji/Snake-v1", 4), break_when_any_done="both")
-    PPO("MultiInputPolicy", RollaxVecEnv("jumanji/Maze-v0", 4), n_steps=16, batch_size=32).learn(64)
+    PPO("MultiInputPolicy", RollaxVecEnv("jumanji/Maze-v0", 2), n_steps=8, batch_size=16).learn(16)
