@@ -32,7 +32,7 @@ The last line printed is one JSON object with every figure.
 Usage:
     python benchmarks/worlds.py [--sizes 256 1024] [--steps 128] [--repeats 3]
         [--limit 16] [--reset-ratio 16] [--suites craftax jumanji]
-        [--slow-steps N] [--autoreset-steps N]
+        [--slow-steps N] [--autoreset-steps N] [--strategies pool compact ...]
 """
 
 from __future__ import annotations
@@ -290,6 +290,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=16, help="the limit regime's time limit")
     parser.add_argument("--reset-ratio", type=int, default=16)
+    parser.add_argument("--strategies", nargs="+", default=list(FRESH), choices=FRESH,
+                        help="rollax's strategies to run (default: every fresh one)")  # fmt: skip
     parser.add_argument("--suites", nargs="+", default=["craftax", "jumanji"],
                         choices=["craftax", "jumanji"])  # fmt: skip
     parser.add_argument("--slow-steps", type=int, default=None,
@@ -315,7 +317,7 @@ def main() -> None:
                 print(f"{suite} {n}: {row['cost']}", flush=True)
             # Each variant with the regimes it runs in.
             variants: dict[str, Any] = {
-                f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in FRESH
+                f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in args.strategies
             }
             if suite == "craftax":
                 variants["craftax autoreset"] = (craftax_autoreset_variant(n), regimes)

@@ -184,8 +184,10 @@ def test_every_craftax_episode_starts_in_a_new_world():
     assert len(np.unique(starts, axis=0)) == len(starts)
 
 
-@pytest.mark.parametrize("strategy", FRESH)
-@pytest.mark.parametrize("env_id", ["jumanji/Maze-v0", "xminigrid/MiniGrid-DoorKey-8x8"])
+@pytest.mark.parametrize(
+    ("env_id", "strategy"),
+    [*(("jumanji/Maze-v0", s) for s in FRESH), ("xminigrid/MiniGrid-DoorKey-8x8", None)],
+)
 def test_every_episode_starts_fresh_under_every_strategy(env_id, strategy):
     # Small layouts repeat by chance (DoorKey-8x8 has some ten thousand), so the fingerprint
     # is the key each suite keeps in its state, derived from the reset key: a reused reset
