@@ -186,11 +186,6 @@ class CraftaxEnv(Environment[CraftaxState, CraftaxParams]):
         return params.inner.replace(max_timesteps=_NO_LIMIT)
 
 
-def achievements(state: CraftaxState) -> jax.Array:
-    """The achievements unlocked so far in each episode: bool ``(..., num_achievements)``."""
-    return state.inner.achievements
-
-
 def craftax_ids() -> list[str]:
     """``craftax/<variant>`` for every variant (empty without Craftax installed)."""
     try:
