@@ -11,7 +11,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["strong", "suite_code", "unknown_id"]
+from rollax.envs._base import Environment
+from rollax.spaces import Space
+
+__all__ = ["SuiteEnv", "strong", "suite_code", "unknown_id"]
 
 
 def strong(tree: Any) -> Any:
@@ -47,3 +50,31 @@ def suite_code() -> Iterator[None]:
             "ignore", message="scatter inputs have incompatible types", category=FutureWarning
         )
         yield
+
+
+class SuiteEnv(Environment):
+    """What every wrapped suite environment shares.
+
+    Its id under the suite's prefix, and the spaces its constructor derived
+    (``_observation_space``, ``_action_space``).
+    """
+
+    prefix: str = ""
+    env_id: str
+    _observation_space: Space
+    _action_space: Space
+
+    @property
+    def name(self) -> str:
+        """``<suite>/<id>``, the id ``rollax.make`` takes."""
+        return self.prefix + self.env_id
+
+    @property
+    def observation_space(self) -> Space:
+        """Space of one observation, converted from the suite's."""
+        return self._observation_space
+
+    @property
+    def action_space(self) -> Space:
+        """Space of one action, converted from the suite's."""
+        return self._action_space

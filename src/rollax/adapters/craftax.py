@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._struct import pytree_dataclass
-from rollax.adapters._suite import strong, suite_code, unknown_id
-from rollax.envs._base import Environment, EnvParams
+from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
+from rollax.envs._base import EnvParams
 from rollax.spaces import Box, Dict, Discrete, Space
 
 __all__ = ["VARIANTS", "CraftaxEnv", "CraftaxParams", "CraftaxState", "craftax_ids"]
@@ -90,12 +90,14 @@ class CraftaxState:
     key: jax.Array
 
 
-class CraftaxEnv(Environment[CraftaxState, CraftaxParams]):
+class CraftaxEnv(SuiteEnv):
     """A Craftax variant with rollax's semantics.
 
     Args:
         env_id: One of :data:`VARIANTS`, e.g. ``"Craftax-Classic-Symbolic-v1"``.
     """
+
+    prefix = PREFIX
 
     costly_reset = True  # a world generation costs several hundred steps
 
@@ -125,10 +127,6 @@ class CraftaxEnv(Environment[CraftaxState, CraftaxParams]):
         self._action_space = Discrete(int(self._env.num_actions))
 
     @property
-    def name(self) -> str:
-        return PREFIX + self.env_id
-
-    @property
     def reset_chunk(self) -> int | None:
         """Worlds per chunk of a batched reset: :data:`RESET_CHUNK_CPU` on the CPU."""
         return RESET_CHUNK_CPU if jax.default_backend() == "cpu" else None
@@ -137,14 +135,6 @@ class CraftaxEnv(Environment[CraftaxState, CraftaxParams]):
     def default_params(self) -> CraftaxParams:
         inner = self._env.default_params
         return CraftaxParams(max_episode_steps=np.int32(inner.max_timesteps), inner=strong(inner))
-
-    @property
-    def observation_space(self) -> Space:
-        return self._observation_space
-
-    @property
-    def action_space(self) -> Space:
-        return self._action_space
 
     def reset_env(self, key: jax.Array, params: CraftaxParams) -> CraftaxState:
         k_world, k_steps = jax.random.split(key)

@@ -36,9 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._struct import pytree_dataclass
-from rollax.adapters._suite import strong, suite_code, unknown_id
-from rollax.envs._base import Environment, EnvParams
-from rollax.spaces import Box, Dict, Discrete, Space
+from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
+from rollax.envs._base import EnvParams
+from rollax.spaces import Box, Dict, Discrete
 
 __all__ = ["ENVIRONMENTS", "JumanjiEnv", "JumanjiParams", "JumanjiState", "jumanji_ids"]
 
@@ -135,7 +135,7 @@ def _field(path: tuple) -> str:
     return "/".join(str(getattr(k, "name", getattr(k, "key", getattr(k, "idx", k)))) for k in path)
 
 
-class JumanjiEnv(Environment[JumanjiState, JumanjiParams]):
+class JumanjiEnv(SuiteEnv):
     """A Jumanji environment with rollax's semantics.
 
     Args:
@@ -143,6 +143,8 @@ class JumanjiEnv(Environment[JumanjiState, JumanjiParams]):
         **kwargs: Passed to ``jumanji.make`` (the environment's generator and settings).
             ``time_limit`` becomes rollax's default ``max_episode_steps``.
     """
+
+    prefix = PREFIX
 
     def __init__(self, env_id: str, **kwargs: Any) -> None:
         if env_id not in ENVIRONMENTS:
@@ -178,20 +180,8 @@ class JumanjiEnv(Environment[JumanjiState, JumanjiParams]):
         )
 
     @property
-    def name(self) -> str:
-        return PREFIX + self.env_id
-
-    @property
     def default_params(self) -> JumanjiParams:
         return JumanjiParams(max_episode_steps=np.int32(self.time_limit or NO_LIMIT_STEPS))
-
-    @property
-    def observation_space(self) -> Space:
-        return self._observation_space
-
-    @property
-    def action_space(self) -> Space:
-        return self._action_space
 
     def reset_env(self, key: jax.Array, params: JumanjiParams) -> JumanjiState:
         with suite_code():

@@ -29,9 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._struct import pytree_dataclass
-from rollax.adapters._suite import strong, suite_code, unknown_id
-from rollax.envs._base import Environment, EnvParams
-from rollax.spaces import Box, Discrete, Space
+from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
+from rollax.envs._base import EnvParams
+from rollax.spaces import Box, Discrete
 
 __all__ = ["XMiniGridEnv", "XMiniGridParams", "XMiniGridState", "xminigrid_ids"]
 
@@ -69,7 +69,7 @@ def _names() -> tuple[str, ...]:
     return tuple(n for n in xminigrid.registered_environments() if n.startswith("MiniGrid-"))
 
 
-class XMiniGridEnv(Environment[XMiniGridState, XMiniGridParams]):
+class XMiniGridEnv(SuiteEnv):
     """An XLand-MiniGrid ``MiniGrid-*`` environment with rollax's semantics.
 
     Args:
@@ -77,6 +77,8 @@ class XMiniGridEnv(Environment[XMiniGridState, XMiniGridParams]):
         **kwargs: XLand-MiniGrid's params (``view_size``, ``max_steps``...), passed to
             ``xminigrid.make``.
     """
+
+    prefix = PREFIX
 
     def __init__(self, env_id: str, **kwargs: Any) -> None:
         names = _names()
@@ -95,20 +97,8 @@ class XMiniGridEnv(Environment[XMiniGridState, XMiniGridParams]):
         self._tiles: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
-    def name(self) -> str:
-        return PREFIX + self.env_id
-
-    @property
     def default_params(self) -> XMiniGridParams:
         return XMiniGridParams(max_episode_steps=np.int32(self._params.max_steps))
-
-    @property
-    def observation_space(self) -> Space:
-        return self._observation_space
-
-    @property
-    def action_space(self) -> Space:
-        return self._action_space
 
     def reset_env(self, key: jax.Array, params: XMiniGridParams) -> XMiniGridState:
         with suite_code():
