@@ -13,6 +13,11 @@ brax/inverted_pendulum          1,048,576 steps      Brax's own PPO with its pub
 CartPole-v1, Acrobot-v1,        the preset's budget  rejax 0.1.3 with its own
 Pendulum-v1,                                         ``configs/gymnax/<task>.yaml`` PPO settings
 MountainCarContinuous-v0
+craftax/Craftax-Classic-        1,048,576 steps      the Craftax authors' published PPO settings
+Symbolic-v1                                          (Craftax_Baselines), run by rollax's PPO
+jumanji/Maze-v0,                the preset's budget  a uniform random policy: no PPO on PyPI
+xminigrid/MiniGrid-DoorKey-5x5                       trains on these suites (Jumanji's own A2C
+                                                     needs dm-haiku and rlax)
 ==============================  ===================  ==============================================
 
 Figures per run:
@@ -23,6 +28,8 @@ Figures per run:
 - **final return**: the mean return of ``--episodes`` (64) episodes of the final policy with
   sampled actions, each library with its own evaluator (rollax ``agent.evaluate``, rejax
   ``rejax.evaluate``, Brax's ``Evaluator`` with ``deterministic_eval=False``).
+- **achievements** (Craftax): the mean number of Craftax's 22 achievements an episode of the
+  final policy unlocked, and how often each was unlocked, over the same number of episodes.
 
 Each row reports the medians over seeds and the ratios rollax / peer (return and wall
 time). rollax trains on its own environments where it has them (``CartPole-v1``...: the
@@ -52,7 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _common import FiveValueStep, Timed
+from _common import FiveValueStep, Timed, median_of
 
 MINATAR_BUDGET = 1_048_576
 
@@ -114,6 +121,31 @@ BRAX_INVERTED_PENDULUM = dict(
 )
 
 
+# The Craftax authors' PPO for Craftax-Classic (Craftax_Baselines ``ppo.py`` and its
+# actor-critic: 1,024 environments x 64 steps, 4 epochs of 8 minibatches, lr 2e-4 annealed,
+# gamma 0.99, GAE lambda 0.8, clipped value loss, max grad norm 1.0, separate actor and
+# critic MLPs of 3 x 512 tanh), in rollax's PPOConfig names: rollax's PPO runs them.
+CRAFTAX_AUTHORS = dict(
+    num_envs=1024,
+    num_steps=64,
+    num_epochs=4,
+    num_minibatches=8,
+    learning_rate=2e-4,
+    anneal_lr=True,
+    gamma=0.99,
+    gae_lambda=0.8,
+    clip_eps=0.2,
+    clip_value=True,
+    ent_coef=0.01,
+    vf_coef=0.5,
+    max_grad_norm=1.0,
+    hidden_sizes=(512, 512, 512),
+    activation="tanh",
+)
+CRAFTAX_BUDGET = 1_048_576
+CRAFTAX = "craftax/Craftax-Classic-Symbolic-v1"
+
+
 @dataclasses.dataclass(frozen=True)
 class Row:
     """One task of the table."""
@@ -121,9 +153,11 @@ class Row:
     task: str
     """rollax's id (and the preset's key)."""
     peer: str
-    """``"rejax"`` or ``"brax"``."""
+    """``"rejax"``, ``"brax"``, ``"authors"`` (the suite authors' PPO settings, run by
+    rollax's PPO) or ``"random"`` (a uniform random policy, where no peer trains on the
+    suite: the floor learning must clear)."""
     peer_env: str
-    """The peer's id of the same task (gymnax's or Brax's)."""
+    """The peer's id of the same task (gymnax's or Brax's; rollax's for the others)."""
     peer_settings: dict
     """The peer's hyperparameters."""
     budget: int | None = None
@@ -137,6 +171,9 @@ ROWS = [
     ),
     Row("brax/inverted_pendulum", "brax", "inverted_pendulum", BRAX_INVERTED_PENDULUM, 1_048_576),
     *(Row(task, "rejax", task, REJAX_CLASSIC[task]) for task in REJAX_CLASSIC),
+    Row(CRAFTAX, "authors", CRAFTAX, CRAFTAX_AUTHORS, CRAFTAX_BUDGET),
+    Row("jumanji/Maze-v0", "random", "jumanji/Maze-v0", {}),
+    Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
 ]
 
 
@@ -152,25 +189,119 @@ def budget_of(row: Row, override: int | None) -> int:
 
 def rollax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
     """rollax's PPO with the task's preset: wall time, steps trained and final return."""
-    from rollax.agents.ppo import PRESETS, make_ppo
+    from rollax.agents.ppo import PRESETS
 
-    preset = PRESETS[row.task]
+    return ppo_run(PRESETS[row.task], row.task, budget, seed, episodes)
+
+
+def authors_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
+    """rollax's PPO with the suite authors' published settings (``row.peer_settings``)."""
+    from rollax.agents.ppo import PPOConfig
+
+    return ppo_run(PPOConfig(**row.peer_settings), row.task, budget, seed, episodes)
+
+
+def ppo_run(preset: Any, task: str, budget: int, seed: int, episodes: int) -> dict[str, Any]:
+    """rollax's PPO with ``preset`` on ``task`` for ``budget`` steps (whole rollouts)."""
+    from rollax.agents.ppo import make_ppo
+
     steps = max(budget // preset.batch_size, 1) * preset.batch_size
     config = preset.replace(total_steps=steps)
     jax.clear_caches()
     with Timed() as t:
         with Timed() as compile_t:
-            agent = make_ppo(config, row.task)
+            agent = make_ppo(config, task)
             agent.warmup()
         state = agent.init(jax.random.key(seed))
         state, _ = agent.run(state, steps)
         jax.block_until_ready(state)
-    returns = agent.evaluate(state, jax.random.key(10_000 + seed), episodes, False)
-    return {
+    key = jax.random.key(10_000 + seed)
+    returns = agent.evaluate(state, key, episodes, False)
+    report = {
         "wall_s": t.seconds,
         "compile_s": compile_t.seconds,
         "steps": steps,
         "final_return": float(np.mean(returns)),
+    }
+    if task.startswith("craftax/"):
+
+        def act(obs: Any, t: jax.Array, key: jax.Array) -> jax.Array:
+            first = jnp.broadcast_to(t == 0, (1, episodes))
+            seeded = jax.tree.map(lambda x: x[None], obs)
+            carry = agent.policy.init_carry(state, episodes)
+            return agent.policy.act(state, seeded, carry, first, key, False)[0][0]
+
+        report.update(achievements(agent.env.env, act, episodes, key))
+    return report
+
+
+def random_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
+    """A uniform random policy: no training, its return (and Craftax achievements)."""
+    import rollax
+
+    env = rollax.make(row.task).env
+
+    def act(obs: Any, t: jax.Array, key: jax.Array) -> jax.Array:
+        return env.action_space.sample(key, (episodes,))
+
+    played = play(env, act, episodes, jax.random.key(10_000 + seed))
+    report = {"wall_s": None, "steps": 0, "final_return": float(np.mean(played["returns"]))}
+    if row.task.startswith("craftax/"):
+        report.update(achievements(env, act, episodes, jax.random.key(10_000 + seed)))
+    return report
+
+
+def play(env: Any, act: Any, episodes: int, key: jax.Array) -> dict[str, np.ndarray]:
+    """``episodes`` whole episodes of ``act(obs, t, key) -> actions`` on ``env`` (one batch,
+    no autoreset, to the state's episode limit): each episode's return and its last state's
+    ``achievements`` leaf where the state has one (Craftax's), bool ``(episodes, 22)``."""
+    from rollax.envs import VecEnv
+
+    batch = VecEnv(env, episodes, "disabled", "on_done")
+
+    def unlocked(env_state: Any) -> jax.Array:
+        leaves = jax.tree_util.tree_flatten_with_path(env_state)[0]
+        found = [x for path, x in leaves if "achievements" in jax.tree_util.keystr(path)]
+        return found[0] if found else jnp.zeros((episodes, 0), jnp.bool_)
+
+    @jax.jit
+    def run(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        k_reset, k_act = jax.random.split(key)
+        env_state, ts = batch.reset(k_reset)
+        limit = jnp.max(jnp.asarray(batch.default_params.max_episode_steps))
+
+        def running(carry: tuple) -> jax.Array:
+            return (carry[0] < limit) & ~jnp.all(carry[3])
+
+        def step(carry: tuple) -> tuple:
+            t, env_state, obs, done, total, last = carry
+            action = act(obs, t, jax.random.fold_in(k_act, t))
+            env_state, ts = batch.step(env_state, action.astype(batch.action_space.dtype))
+            total = total + jnp.where(done, 0.0, ts.reward)
+            ended = ts.done & ~done
+            last = jnp.where(ended[:, None], unlocked(env_state), last)
+            return t + 1, env_state, ts.obs, done | ts.done, total, last
+
+        zeros = jnp.zeros(episodes, jnp.float32)
+        carry = (jnp.int32(0), env_state, ts.obs, zeros > 0, zeros, unlocked(env_state))
+        _, _, _, _, total, last = jax.lax.while_loop(running, step, carry)
+        return total, last
+
+    total, last = run(key)
+    return {"returns": np.asarray(total), "achievements": np.asarray(last)}
+
+
+def achievements(env: Any, act: Any, episodes: int, key: jax.Array) -> dict[str, Any]:
+    """Craftax's achievements over ``episodes`` episodes of ``act``: the mean number each
+    episode unlocked and the fraction of episodes that unlocked each one."""
+    from craftax.craftax_classic.constants import Achievement
+
+    unlocked = play(env, act, episodes, key)["achievements"]
+    return {
+        "achievements": float(unlocked.sum(axis=1).mean()),
+        "achievement_rates": {
+            a.name.lower(): float(unlocked[:, a.value].mean()) for a in Achievement
+        },
     }
 
 
@@ -260,7 +391,7 @@ def brax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
     }
 
 
-PEERS = {"rejax": rejax_run, "brax": brax_run}
+PEERS = {"rejax": rejax_run, "brax": brax_run, "authors": authors_run, "random": random_run}
 
 
 # ---------------------------------------------------------------------------- table
@@ -273,15 +404,14 @@ def run_row(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
         runs = []
         for seed in range(seeds):
             runs.append(fn(row, budget, seed, episodes))
-            print(f"{row.task:28s} {name:6s} seed {seed}: {runs[-1]['steps']:>9,} steps in "
-                  f"{runs[-1]['wall_s']:6.1f} s ({runs[-1].get('compile_s', 0):4.1f} s compiling), "
-                  f"final return "
-                  f"{runs[-1]['final_return']:8.1f}", flush=True)  # fmt: skip
+            print(f"{row.task:28s} {name:7s} seed {seed}: {describe(runs[-1])}", flush=True)
         report[name] = {
             "runs": runs,
             "median_return": statistics.median(r["final_return"] for r in runs),
-            "median_wall_s": statistics.median(r["wall_s"] for r in runs),
+            "median_wall_s": median_of(runs, "wall_s"),  # None: a random policy trains not
         }
+        if "achievements" in runs[0]:
+            report[name]["median_achievements"] = median_of(runs, "achievements")
     mine, peer = report["rollax"], report[row.peer]
     report["return_at_least_peer"] = mine["median_return"] >= peer["median_return"]
     # A ratio of returns means something only where both are positive (Pendulum's are
@@ -291,8 +421,21 @@ def run_row(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
         mine["median_return"] / peer["median_return"] if both_positive else None
     )
     report["return_difference"] = mine["median_return"] - peer["median_return"]
-    report["ratio_wall_s"] = mine["median_wall_s"] / peer["median_wall_s"]
+    report["ratio_wall_s"] = (
+        mine["median_wall_s"] / peer["median_wall_s"] if peer["median_wall_s"] else None
+    )
     return report
+
+
+def describe(run: dict[str, Any]) -> str:
+    """One run on one line: steps, wall time, return (and Craftax achievements)."""
+    text = f"final return {run['final_return']:8.2f}"
+    if run["wall_s"] is not None:
+        text = (f"{run['steps']:>9,} steps in {run['wall_s']:6.1f} s "
+                f"({run.get('compile_s', 0):4.1f} s compiling), {text}")  # fmt: skip
+    if "achievements" in run:
+        text += f", {run['achievements']:.2f} achievements per episode"
+    return text
 
 
 def print_table(results: dict[str, dict]) -> None:
@@ -300,12 +443,17 @@ def print_table(results: dict[str, dict]) -> None:
     print("\n| task | budget | peer | return rollax | return peer | wall rollax (s) | "
           "wall peer (s) | return >= peer | wall ratio |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
+
+    def number(value: float | None, digits: int) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
     for task, r in results.items():
         mine, peer = r["rollax"], r[r["peer"]]
-        print(f"| {task} | {r['budget']:,} | {r['peer']} | {mine['median_return']:.1f} | "
-              f"{peer['median_return']:.1f} | {mine['median_wall_s']:.1f} | "
-              f"{peer['median_wall_s']:.1f} | {'yes' if r['return_at_least_peer'] else 'no'} | "
-              f"{r['ratio_wall_s']:.2f} |")  # fmt: skip
+        print(f"| {task} | {r['budget']:,} | {r['peer']} | {mine['median_return']:.2f} | "
+              f"{peer['median_return']:.2f} | {number(mine['median_wall_s'], 1)} | "
+              f"{number(peer['median_wall_s'], 1)} | "
+              f"{'yes' if r['return_at_least_peer'] else 'no'} | "
+              f"{number(r['ratio_wall_s'], 2)} |")  # fmt: skip
 
 
 def main() -> None:

@@ -296,3 +296,22 @@ def test_the_adapters_take_the_worlds():
     obs, *_ = vec.step(vec.action_space.sample())
     check_env_specs(TorchRLEnv("jumanji/Snake-v1", 4), break_when_any_done="both")
     PPO("MultiInputPolicy", RollaxVecEnv("jumanji/Maze-v0", 2), n_steps=8, batch_size=16).learn(16)
+
+
+@pytest.mark.slow
+def test_ppo_craftax_classic_preset_beats_a_random_policy():
+    # The untrained policy is a near-uniform random one (its logits start at about 0): a
+    # return of 1.22 and 1.35 for these two seeds here. The preset at an eighth of its budget
+    # (131,072 steps, both seeds in one program, about 70 s on 2 CPU cores) reached 3.94 and
+    # 3.76; the full 1M steps reach about 6. Every seed must gain at least 1.5.
+    from rollax.agents.ppo import PRESETS, make_ppo
+
+    config = PRESETS["craftax/Craftax-Classic-Symbolic-v1"].replace(
+        num_seeds=2, total_steps=131_072
+    )
+    agent = make_ppo(config, "craftax/Craftax-Classic-Symbolic-v1")
+    state = agent.init(jax.random.key(0))
+    before = np.asarray(agent.evaluate(state, jax.random.key(1), 32, False)).mean(axis=1)
+    state, _ = agent.run(state, config.total_steps)
+    after = np.asarray(agent.evaluate(state, jax.random.key(1), 32, False)).mean(axis=1)
+    assert np.all(after >= before + 1.5), (before, after)

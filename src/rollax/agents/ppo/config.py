@@ -238,6 +238,40 @@ program all at 500 (119 s on 2 CPU cores), and seeds 0-2 trained alone at 499.7,
 (about 29 s each); lr 2.5e-3 gave 490-500 on the 5 seeds but 172 for seed 0 alone, lr 1e-3
 left two of three seeds below 250."""
 
+_CRAFTAX = PPOConfig(
+    num_envs=256,
+    num_steps=32,
+    total_steps=1_048_576,
+    num_epochs=4,
+    num_minibatches=8,
+    learning_rate=1e-3,
+    gamma=0.99,
+    gae_lambda=0.8,
+    clip_value=True,
+    max_grad_norm=1.0,
+    hidden_sizes=(256, 256),
+)
+"""Craftax-Classic (symbolic): the Craftax authors' PPO (GAE lambda 0.8, clipped value loss,
+max grad norm 1.0, 4 epochs of 8 minibatches) at a CPU's budget. Their 1,024 environments x
+64 steps make 16 updates in 1M steps; 256 x 32 make 128, at lr 1e-3 annealed (theirs 2e-4),
+on tanh 256x256 instead of 3 x 512 (2.6x the steps per second on 2 CPU cores). Seed 0 after
+1M steps: a return of 6.0 (relu with lr 5e-4: 5.7; 128 x 64: 6.0; lr 2e-3 with lambda 0.9:
+5.4)."""
+
+_GRID = PPOConfig(
+    num_envs=64,
+    num_steps=128,
+    total_steps=1_048_576,
+    num_epochs=4,
+    num_minibatches=8,
+    learning_rate=1e-3,
+    hidden_sizes=(256, 256),
+    activation="relu",
+)
+"""Grid worlds of Jumanji and XLand-MiniGrid on their flattened grids. Seed 0 after 1M steps:
+Jumanji's Maze reaches the goal in 59% of episodes (a random policy 17%, lr 2.5e-3 the same
+59%); XLand-MiniGrid's DoorKey-5x5 returns 0.96 (random 0.02)."""
+
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
     # No entropy bonus: the sampled policy's return is what is measured (-79.6 median over
@@ -300,5 +334,8 @@ PRESETS: dict[str, PPOConfig] = {
         f"gymnax/{game}-MinAtar": _MINATAR
         for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
     },
+    "craftax/Craftax-Classic-Symbolic-v1": _CRAFTAX,
+    "jumanji/Maze-v0": _GRID,
+    "xminigrid/MiniGrid-DoorKey-5x5": _GRID,
 }
 """Per-environment defaults where CartPole's would not solve the task."""
