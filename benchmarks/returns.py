@@ -15,7 +15,7 @@ Pendulum-v1,                                         ``configs/gymnax/<task>.yam
 MountainCarContinuous-v0
 craftax/Craftax-Classic-        1,048,576 steps      the Craftax authors' published PPO settings
 Symbolic-v1                                          (Craftax_Baselines), run by rollax's PPO
-jumanji/Maze-v0,                the preset's budget  a uniform random policy: no PPO on PyPI
+jumanji/Snake-v1,               the preset's budget  a uniform random policy: no PPO on PyPI
 xminigrid/MiniGrid-DoorKey-5x5                       trains on these suites (Jumanji's own A2C
                                                      needs dm-haiku and rlax)
 ==============================  ===================  ==============================================
@@ -172,7 +172,7 @@ ROWS = [
     Row("brax/inverted_pendulum", "brax", "inverted_pendulum", BRAX_INVERTED_PENDULUM, 1_048_576),
     *(Row(task, "rejax", task, REJAX_CLASSIC[task]) for task in REJAX_CLASSIC),
     Row(CRAFTAX, "authors", CRAFTAX, CRAFTAX_AUTHORS, CRAFTAX_BUDGET),
-    Row("jumanji/Maze-v0", "random", "jumanji/Maze-v0", {}),
+    Row("jumanji/Snake-v1", "random", "jumanji/Snake-v1", {}),
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
 ]
 

@@ -268,9 +268,9 @@ _GRID = PPOConfig(
     hidden_sizes=(256, 256),
     activation="relu",
 )
-"""Grid worlds of Jumanji and XLand-MiniGrid on their flattened grids. Seed 0 after 1M steps:
-Jumanji's Maze reaches the goal in 59% of episodes (a random policy 17%, lr 2.5e-3 the same
-59%); XLand-MiniGrid's DoorKey-5x5 returns 0.96 (random 0.02)."""
+"""Grid worlds of Jumanji and XLand-MiniGrid on their flattened grids. XLand-MiniGrid's
+DoorKey-5x5 after 1M steps: 0.97, 0.96 and 0.96 on seeds 0-2 (a random policy 0.05 to
+0.08)."""
 
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
@@ -335,7 +335,11 @@ PRESETS: dict[str, PPOConfig] = {
         for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
     },
     "craftax/Craftax-Classic-Symbolic-v1": _CRAFTAX,
-    "jumanji/Maze-v0": _GRID,
+    # Jumanji's discount (0.997, its A2C's) and lr 2.5e-3: 3 seeds in one program eat 2.2,
+    # 2.8 and 2.4 fruits an episode after 1M steps (a random policy 0.08 to 0.14). Maze, for
+    # comparison, reaches its goal in 45% and 64% of episodes on two seeds but stays near
+    # random on a third (0.17) with these settings and entropy bonuses of 0.01 or 0.03.
+    "jumanji/Snake-v1": _GRID.replace(learning_rate=2.5e-3, gamma=0.997),
     "xminigrid/MiniGrid-DoorKey-5x5": _GRID,
 }
 """Per-environment defaults where CartPole's would not solve the task."""
