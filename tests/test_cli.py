@@ -193,6 +193,7 @@ def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):
         (["plot", "/nonexistent/run"], "RUN_DIR '/nonexistent/run' does not exist"),
         (["plot"], "the following arguments are required: RUN_DIR"),
         (["plot", ".", "--x", "wall"], "argument --x: invalid choice: 'wall'"),
+        (["plot", ".", "--stat", "median"], "argument --stat: invalid choice: 'median'"),
     ],
 )
 def test_bad_input_is_a_message_and_status_2(args, message, cli_env):
@@ -225,6 +226,10 @@ def test_plot_overlays_runs_with_the_spread_of_their_seeds(tmp_path, cli_env):
     ]
     assert ax.get_xlabel().startswith("wall-clock training time")
     assert draw_runs(runs).axes[0].get_xlabel() == "environment steps per seed"
+    iqm = tmp_path / "iqm.svg"
+    proc = rollax("plot", *map(str, runs), "--out", str(iqm), "--stat", "iqm", env=cli_env)
+    assert f"Wrote {iqm} (2 runs)." in proc.stderr
+    assert "95% bootstrap CI over seeds" in iqm.read_text()
 
 
 def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(tmp_path, cli_env):

@@ -14,6 +14,7 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
+from rollax import stats
 from rollax.training import draw_runs, plot_curve, plot_runs
 from rollax.training._sinks import CsvSink, seed_return_fields
 
@@ -79,6 +80,24 @@ def test_each_run_is_a_mean_line_with_a_band_of_its_seeds_spread(tmp_path):
     assert band_edges(ax.collections[0]) == [0, 2, 6]
     assert "band: min to max over seeds" in ax.get_title() and ax.get_legend() is None
     assert not axes_of(draw_runs([a, b], band="none")).collections
+
+
+def test_iqm_line_with_a_bootstrap_band_over_the_seeds(tmp_path):
+    # 8 seeds, one far off (a seed stuck on a plateau): the IQM keeps the middle half.
+    rows = [[1, 2, 3, 4, 5, 6, 7, 100], [10, 10, 10, 10, 10, 10, 10, 10], [4, None] + [None] * 6]
+    a = write_run(tmp_path / "a", rows, seeds=8)
+    ax = axes_of(draw_runs([a], stat="iqm"))
+    assert ax.get_ylabel() == "episode return (IQM over seeds)"
+    assert ax.get_title() == "PPO on CartPole-v1\nband: 95% bootstrap CI over seeds"
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [4.5, 10, 4])
+    # The band is rollax.stats.interval over each row's seeds: none for a row of one seed.
+    _, low, high = stats.interval(np.array(rows[0], float), reps=2_000, seed=0)
+    assert band_edges(ax.collections[0]) == sorted({round(low, 6), round(high, 6), 10.0})
+    # The mean with a "ci" band: the bootstrap interval of the mean.
+    ax = axes_of(draw_runs([a], band="ci"))
+    np.testing.assert_allclose(ax.lines[0].get_ydata()[0], np.mean(rows[0]))
+    _, low, high = stats.interval(np.array(rows[0], float), np.mean, reps=2_000, seed=0)
+    assert band_edges(ax.collections[0]) == sorted({round(low, 6), round(high, 6), 10.0})
 
 
 def test_smoothing_is_a_trailing_mean_per_seed_of_the_values_present(tmp_path):
@@ -160,7 +179,8 @@ def test_a_run_without_a_finished_episode_has_no_curve_yet(tmp_path):
         ({"run_dirs": []}, ValueError, "run_dirs is empty"),
         ({"run_dirs": "a"}, TypeError, r"got the single path 'a'; pass \['a'\]"),
         ({"x": "wall"}, ValueError, "x must be one of steps, time, got 'wall'"),
-        ({"band": "ci"}, ValueError, "band must be one of std, minmax, none, got 'ci'"),
+        ({"band": "iqr"}, ValueError, "band must be one of std, minmax, ci, none, got 'iqr'"),
+        ({"stat": "median"}, ValueError, "stat must be one of mean, iqm, got 'median'"),
         ({"smooth": 0}, ValueError, r"smooth must be a whole number .* got 0\."),
         ({"smooth": 2.5}, ValueError, r"smooth must be a whole number .* got 2\.5"),
         ({"out": "curves.avi"}, ValueError, r"out 'curves\.avi' must end in one of .*\.png"),

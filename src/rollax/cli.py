@@ -40,7 +40,7 @@ class TrainArgs(Generic[ConfigT]):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rollax`` command (``train``'s options go to tyro)."""
     from rollax.training import algorithms, get_algorithm
-    from rollax.training._plots import BANDS, X_AXES
+    from rollax.training._plots import BANDS, STATS, X_AXES
 
     parser = argparse.ArgumentParser(
         prog="rollax", description="Train, resume and evaluate reinforcement-learning runs."
@@ -101,10 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="environment steps per seed, or wall-clock training time (default: steps)",
     )
     plot.add_argument(
+        "--stat",
+        choices=STATS,
+        default="mean",
+        help="the line over each run's seeds: their mean or interquartile mean (default: mean)",
+    )
+    plot.add_argument(
         "--band",
         choices=BANDS,
-        default="std",
-        help="±1 standard deviation over seeds, min to max, or none (default: std)",
+        default=None,
+        help="±1 standard deviation over seeds, min to max, the statistic's 95%% bootstrap "
+        "confidence interval, or none (default: std for the mean, ci for the IQM)",
     )
     plot.add_argument(
         "--smooth",
@@ -292,7 +299,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "plot":
         path = training.plot_runs(
-            args.run_dirs, args.out, x=args.x, smooth=args.smooth, band=args.band, title=args.title
+            args.run_dirs,
+            args.out,
+            x=args.x,
+            smooth=args.smooth,
+            band=args.band,
+            title=args.title,
+            stat=args.stat,
         )
         runs = len(args.run_dirs)
         print(f"Wrote {path} ({runs} run{'s' * (runs > 1)}).", file=sys.stderr)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from rollax import stats
 from rollax.training._run_dir import RunDirectory, write_atomic
 from rollax.training._sinks import seed_return_fields
 from rollax.training._sweep import point_labels
@@ -29,14 +30,24 @@ from rollax.training._sweep import point_labels
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["BANDS", "X_AXES", "draw_runs", "plot_curve", "plot_runs"]
+__all__ = ["BANDS", "STATS", "X_AXES", "draw_runs", "plot_curve", "plot_runs"]
 
 X_AXES = ("steps", "time")
 """What a curve is drawn against: environment steps per seed, or wall-clock training time."""
-BANDS = ("std", "minmax", "none")
-"""The band around each mean: one standard deviation over the seeds either side, the lowest
-to the highest seed, or none."""
-_BAND_NOTES = {"std": "band: ±1 std over seeds", "minmax": "band: min to max over seeds"}
+STATS = ("mean", "iqm")
+"""The line over a curve's seeds: their mean, or their interquartile mean (the mean of the
+middle half, robust to a seed stuck far from the others)."""
+BANDS = ("std", "minmax", "ci", "none")
+"""The band around each line: one standard deviation over the seeds either side, the lowest
+to the highest seed, the statistic's 95% bootstrap confidence interval over the seeds, or
+none."""
+_BAND_NOTES = {
+    "std": "band: ±1 std over seeds",
+    "minmax": "band: min to max over seeds",
+    "ci": "band: 95% bootstrap CI over seeds",
+}
+_CI_REPS = 2_000
+"""Bootstrap resamples per point of a ``"ci"`` band."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,29 +180,47 @@ def _smooth(values: np.ndarray, window: int) -> np.ndarray:
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _over_seeds(values: np.ndarray, band: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's mean over the columns present, and the band's edges (NaN under 2 values).
+def _over_seeds(
+    values: np.ndarray, band: str, stat: str = "mean"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's statistic over the columns present, and the band's edges (NaN under 2 values).
 
     Args:
         values: float64 ``(rows, seeds)``, NaN where a seed has no value.
         band: One of :data:`BANDS`.
+        stat: One of :data:`STATS`.
 
     Returns:
-        float64 ``(rows,)`` each: ``mean`` (NaN where no seed has a value), ``low``, ``high``.
+        float64 ``(rows,)`` each: the statistic (NaN where no seed has a value), ``low``,
+        ``high``.
     """
     present = ~np.isnan(values)
     count = present.sum(axis=1)
     filled = np.where(present, values, 0.0)
     mean = np.where(count > 0, filled.sum(axis=1) / np.maximum(count, 1), np.nan)
+    line = mean
+    if stat == "iqm":
+        line = np.array([stats.iqm(row[ok]) if ok.any() else np.nan
+                         for row, ok in zip(values, present, strict=True)])  # fmt: skip
     spread = count >= 2
+    low = high = np.full_like(line, np.nan)
     if band == "std":
         variance = np.where(present, (values - mean[:, None]) ** 2, 0.0).sum(axis=1)
         std = np.sqrt(variance / np.maximum(count, 1))
-        low, high = mean - std, mean + std
-    else:
+        low, high = line - std, line + std
+    elif band == "minmax":
         low = np.where(present, values, np.inf).min(axis=1)
         high = np.where(present, values, -np.inf).max(axis=1)
-    return mean, np.where(spread, low, np.nan), np.where(spread, high, np.nan)
+    elif band == "ci":
+        statistic = None if stat == "iqm" else np.mean
+        edges = [
+            stats.interval(row[ok], statistic, reps=_CI_REPS, seed=i)[1:]
+            if ok.sum() >= 2
+            else (np.nan, np.nan)
+            for i, (row, ok) in enumerate(zip(values, present, strict=True))
+        ]
+        low, high = np.array(edges, dtype=np.float64).reshape(-1, 2).T
+    return line, np.where(spread, low, np.nan), np.where(spread, high, np.nan)
 
 
 def _time_unit(seconds: float) -> tuple[str, float]:
@@ -234,8 +263,10 @@ def _title(curves: Sequence[_Curve]) -> str:
     return f"{len({c.directory for c in curves})} runs"
 
 
-def _draw(curves: Sequence[_Curve], x: str, smooth: int, band: str, title: str | None) -> Figure:
-    """A figure of ``curves``: per run, a mean line and (with several seeds) a band."""
+def _draw(
+    curves: Sequence[_Curve], x: str, smooth: int, band: str, title: str | None, stat: str
+) -> Figure:
+    """A figure of ``curves``: per run, a line (``stat``) and (with several seeds) a band."""
     from matplotlib.figure import Figure
 
     several = len(curves) > 1
@@ -245,7 +276,7 @@ def _draw(curves: Sequence[_Curve], x: str, smooth: int, band: str, title: str |
     banded = False
     for curve, label in zip(curves, _labels(curves), strict=True):
         xs = curve.env_steps if x == "steps" else curve.seconds / scale
-        mean, low, high = _over_seeds(_smooth(curve.returns, smooth), band)
+        mean, low, high = _over_seeds(_smooth(curve.returns, smooth), band, stat)
         keep = ~np.isnan(mean)
         (line,) = ax.plot(xs[keep], mean[keep], label=label)
         if band != "none" and curve.per_seed:
@@ -265,7 +296,7 @@ def _draw(curves: Sequence[_Curve], x: str, smooth: int, band: str, title: str |
         if x == "steps"
         else f"wall-clock training time ({unit}; compilation excluded)"
     )
-    ax.set_ylabel("episode return (mean over seeds)")
+    ax.set_ylabel(f"episode return ({'IQM' if stat == 'iqm' else 'mean'} over seeds)")
     notes = [_BAND_NOTES[band]] if banded else []
     if smooth > 1:
         notes.append(f"trailing mean of {smooth} logging intervals")
@@ -286,7 +317,9 @@ def _save(fig: Figure, out: Path) -> Path:
     return out
 
 
-def _check_options(x: str, smooth: int, band: str) -> None:
+def _check_options(x: str, smooth: int, band: str, stat: str = "mean") -> None:
+    if stat not in STATS:
+        raise ValueError(f"stat must be one of {', '.join(STATS)}, got {stat!r}.")
     if x not in X_AXES:
         raise ValueError(f"x must be one of {', '.join(X_AXES)}, got {x!r}.")
     if band not in BANDS:
@@ -302,16 +335,17 @@ def draw_runs(
     *,
     x: Literal["steps", "time"] = "steps",
     smooth: int = 1,
-    band: Literal["std", "minmax", "none"] = "std",
+    band: Literal["std", "minmax", "ci", "none"] | None = None,
     title: str | None = None,
+    stat: Literal["mean", "iqm"] = "mean",
 ) -> Figure:
     """The learning curves of several runs overlaid in one matplotlib figure.
 
-    Each run is a line: the mean over its seeds of the return of the episodes that ended in
-    each logging interval. Runs of several seeds get a band of the same colour for the
-    spread across seeds (runs written before ``metrics.csv`` held each seed's return draw
-    the mean alone). The legend names each run's directory, algorithm, environment and
-    seeds.
+    Each run is a line: the mean (or interquartile mean) over its seeds of the return of the
+    episodes that ended in each logging interval. Runs of several seeds get a band of the
+    same colour for the spread across seeds (runs written before ``metrics.csv`` held each
+    seed's return draw the mean alone). The legend names each run's directory, algorithm,
+    environment and seeds.
 
     Args:
         run_dirs: Run directories (each with ``config.json`` and ``metrics.csv``).
@@ -320,17 +354,21 @@ def draw_runs(
             between the sessions of a resumed run not counted).
         smooth: Each point is the trailing mean of this many logging intervals (1: none),
             taken per seed before the mean and spread.
-        band: ``"std"``: one standard deviation over the seeds either side of the mean;
-            ``"minmax"``: from the lowest seed to the highest; ``"none"``.
+        band: ``"std"``: one standard deviation over the seeds either side of the line;
+            ``"minmax"``: from the lowest seed to the highest; ``"ci"``: the statistic's 95%
+            bootstrap confidence interval over the seeds (2,000 resamples a point);
+            ``"none"``. ``None``: ``"std"`` for the mean, ``"ci"`` for the IQM.
         title: The figure's title; ``None``: the algorithm and environment the runs share.
+        stat: ``"mean"`` or ``"iqm"``: the interquartile mean over the seeds (the mean of
+            their middle half, see :func:`rollax.stats.iqm`).
 
     Returns:
         A ``matplotlib.figure.Figure`` (not registered with pyplot) with one axes.
 
     Raises:
         TypeError: ``run_dirs`` is a single path rather than a sequence of them.
-        ValueError: no run directories, an unknown ``x`` or ``band``, a ``smooth`` below 1,
-            or a directory that is not a run or has no finished episode logged yet.
+        ValueError: no run directories, an unknown ``x``, ``band`` or ``stat``, a ``smooth``
+            below 1, or a directory that is not a run or has no finished episode logged yet.
 
     Examples:
         >>> fig = draw_runs(["runs/ppo-a", "runs/ppo-b"], x="time", smooth=5)  # doctest: +SKIP
@@ -343,8 +381,10 @@ def draw_runs(
     dirs = [Path(d) for d in run_dirs]
     if not dirs:
         raise ValueError("run_dirs is empty: give at least one run directory.")
-    _check_options(x, smooth, band)
-    return _draw([c for d in dirs for c in _curves(d)], x, smooth, band, title)
+    if band is None:
+        band = "ci" if stat == "iqm" else "std"
+    _check_options(x, smooth, band, stat)
+    return _draw([c for d in dirs for c in _curves(d)], x, smooth, band, title, stat)
 
 
 def plot_runs(
@@ -353,8 +393,9 @@ def plot_runs(
     *,
     x: Literal["steps", "time"] = "steps",
     smooth: int = 1,
-    band: Literal["std", "minmax", "none"] = "std",
+    band: Literal["std", "minmax", "ci", "none"] | None = None,
     title: str | None = None,
+    stat: Literal["mean", "iqm"] = "mean",
 ) -> Path:
     """Draw the learning curves of several runs in one picture (:func:`draw_runs`) to ``out``.
 
@@ -369,6 +410,7 @@ def plot_runs(
         smooth: See :func:`draw_runs`.
         band: See :func:`draw_runs`.
         title: See :func:`draw_runs`.
+        stat: See :func:`draw_runs`.
 
     Returns:
         ``out`` as a path.
@@ -385,7 +427,8 @@ def plot_runs(
         raise ValueError(
             f"out {str(out)!r} must end in one of {', '.join('.' + f for f in formats)}."
         )
-    return _save(draw_runs(run_dirs, x=x, smooth=smooth, band=band, title=title), path)
+    figure = draw_runs(run_dirs, x=x, smooth=smooth, band=band, title=title, stat=stat)
+    return _save(figure, path)
 
 
 def plot_curve(directory: Path) -> Path | None:
@@ -397,4 +440,5 @@ def plot_curve(directory: Path) -> Path | None:
     curves = _read_curves(Path(directory))
     if not curves:
         return None
-    return _save(_draw(curves, "steps", 1, "std", None), RunDirectory(Path(directory)).curve)
+    figure = _draw(curves, "steps", 1, "std", None, "mean")
+    return _save(figure, RunDirectory(Path(directory)).curve)
