@@ -20,9 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._struct import pytree_dataclass
-from rollax.adapters._suite import suite_code, unknown_id
-from rollax.envs._base import Environment, EnvParams
-from rollax.spaces import Box, Space
+from rollax.adapters._suite import SuiteEnv, suite_code, unknown_id
+from rollax.envs._base import EnvParams
+from rollax.spaces import Box
 
 __all__ = ["BraxEnv", "BraxParams"]
 
@@ -34,13 +34,15 @@ class BraxParams(EnvParams):
     max_episode_steps: Any = np.int32(1000)
 
 
-class BraxEnv(Environment[Any, BraxParams]):
+class BraxEnv(SuiteEnv):
     """A Brax environment with rollax's semantics; its state is Brax's ``State``.
 
     Args:
         env_id: A Brax environment name, e.g. ``"inverted_pendulum"``.
         **kwargs: Passed to ``brax.envs.get_environment``.
     """
+
+    prefix = "brax/"
 
     def __init__(self, env_id: str, **kwargs: Any) -> None:
         from brax import envs
@@ -56,20 +58,8 @@ class BraxEnv(Environment[Any, BraxParams]):
         self._observation_space = Box(-high, high, high.shape)
 
     @property
-    def name(self) -> str:
-        return "brax/" + self.env_id
-
-    @property
     def default_params(self) -> BraxParams:
         return BraxParams()
-
-    @property
-    def observation_space(self) -> Space:
-        return self._observation_space
-
-    @property
-    def action_space(self) -> Space:
-        return self._action_space
 
     def reset_env(self, key: jax.Array, params: BraxParams) -> Any:
         with suite_code():

@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._struct import pytree_dataclass
-from rollax.adapters._suite import strong, suite_code, unknown_id
-from rollax.envs._base import Environment, EnvParams
+from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
+from rollax.envs._base import EnvParams
 from rollax.spaces import Box, Dict, Discrete, Space
 
 __all__ = ["GymnaxEnv", "GymnaxParams", "GymnaxState"]
@@ -92,7 +92,7 @@ _SPACE_CORRECTIONS: dict[str, Callable[[Box], Box]] = {
 :func:`rollax.envs.check_env`), corrected so that observations lie in their space."""
 
 
-class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
+class GymnaxEnv(SuiteEnv):
     """A gymnax environment with rollax's semantics.
 
     Args:
@@ -102,6 +102,8 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
             keeps float32 arrays, ``True`` requires an image observation.
         **kwargs: Passed to ``gymnax.make``.
     """
+
+    prefix = PREFIX
 
     def __init__(self, env_id: str, pixels: bool | None = None, **kwargs: Any) -> None:
         import gymnax
@@ -127,23 +129,11 @@ class GymnaxEnv(Environment[GymnaxState, GymnaxParams]):
         self._action_space = _space(self._env.action_space(self._params))
 
     @property
-    def name(self) -> str:
-        return PREFIX + self.env_id
-
-    @property
     def default_params(self) -> GymnaxParams:
         return GymnaxParams(
             max_episode_steps=np.int32(self._params.max_steps_in_episode),
             inner=strong(self._params),
         )
-
-    @property
-    def observation_space(self) -> Space:
-        return self._observation_space
-
-    @property
-    def action_space(self) -> Space:
-        return self._action_space
 
     def reset_env(self, key: jax.Array, params: GymnaxParams) -> GymnaxState:
         k_reset, k_steps = jax.random.split(key)
