@@ -231,7 +231,7 @@ def ppo_run(preset: Any, task: str, budget: int, seed: int, episodes: int) -> di
             carry = agent.policy.init_carry(state, episodes)
             return agent.policy.act(state, seeded, carry, first, key, False)[0][0]
 
-        report.update(achievements(agent.env.env, act, episodes, key))
+        report.update(achievements(play(agent.env.env, act, episodes, key)["achievements"]))
     return report
 
 
@@ -247,7 +247,7 @@ def random_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any
     played = play(env, act, episodes, jax.random.key(10_000 + seed))
     report = {"wall_s": None, "steps": 0, "final_return": float(np.mean(played["returns"]))}
     if row.task.startswith("craftax/"):
-        report.update(achievements(env, act, episodes, jax.random.key(10_000 + seed)))
+        report.update(achievements(played["achievements"]))
     return report
 
 
@@ -291,12 +291,11 @@ def play(env: Any, act: Any, episodes: int, key: jax.Array) -> dict[str, np.ndar
     return {"returns": np.asarray(total), "achievements": np.asarray(last)}
 
 
-def achievements(env: Any, act: Any, episodes: int, key: jax.Array) -> dict[str, Any]:
-    """Craftax's achievements over ``episodes`` episodes of ``act``: the mean number each
-    episode unlocked and the fraction of episodes that unlocked each one."""
+def achievements(unlocked: np.ndarray) -> dict[str, Any]:
+    """Craftax's achievements of played episodes (bool ``(episodes, 22)``, :func:`play`): the
+    mean number each episode unlocked and the fraction of episodes that unlocked each one."""
     from craftax.craftax_classic.constants import Achievement
 
-    unlocked = play(env, act, episodes, key)["achievements"]
     return {
         "achievements": float(unlocked.sum(axis=1).mean()),
         "achievement_rates": {
