@@ -1,8 +1,8 @@
-"""Learning quality: PPO's final return and wall time, rollax's presets against the strongest peer.
+"""Learning quality: PPO's final returns over many seeds, rollax's presets against the peer.
 
 One row per task rollax ships a PPO preset for, each run side by side with its peer on the
-same budget, ``--seeds`` seeds one after the other (each library compiles afresh for every
-seed: ``jax.clear_caches()``):
+same budget and ``--seeds`` seeds (10 by default; each library compiles afresh for every
+row: ``jax.clear_caches()``):
 
 ==============================  ===================  ==============================================
 task                            budget               peer
@@ -20,21 +20,32 @@ xminigrid/MiniGrid-DoorKey-5x5                       trains on these suites (Jum
                                                      needs dm-haiku and rlax)
 ==============================  ===================  ==============================================
 
-Figures per run:
+How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
+maps its jitted ``train`` over the seeds' keys (``jax.vmap``); Brax's PPO, a Python loop
+around its jitted steps, runs seed after seed.
 
-- **wall time**: compile and training of the whole budget (rollax: ``make_ppo``, ``warmup``,
-  ``init``, ``run``; rejax: its jitted ``train``; Brax: ``ppo.train`` less its final
-  evaluation). Evaluation is not timed.
-- **final return**: the mean return of ``--episodes`` (64) episodes of the final policy with
-  sampled actions, each library with its own evaluator (rollax ``agent.evaluate``, rejax
-  ``rejax.evaluate``, Brax's ``Evaluator`` with ``deterministic_eval=False``).
+Figures per row:
+
+- **final returns**, one per seed: the mean return of ``--episodes`` (64) episodes of the
+  final policy with sampled actions, each library with its own evaluator (rollax
+  ``agent.evaluate``, rejax ``rejax.evaluate`` mapped over the seeds, Brax's ``Evaluator``
+  with ``deterministic_eval=False``).
+- **interval estimates** (rliable 1.2.0, each a run of one task, ``--reps`` stratified
+  bootstrap resamples, 95% percentile intervals): the interquartile mean (IQM) of each
+  library's seeds, the difference of the two, and the probability that a rollax seed beats a
+  peer seed (ties count half). The **verdict** is "above" where the probability's interval
+  lies above 0.5, "below" where it lies below, "tied" otherwise.
+- **seeds above the threshold**, on rows whose runs split into learned and stuck (Breakout:
+  above 15, off the plateau near 7).
+- **wall time per seed**: compile and training of every seed (rollax: ``make_ppo``,
+  ``warmup``, ``init``, ``run``; rejax: its mapped ``train``; Brax: each ``ppo.train`` less
+  its final evaluation) divided by the seeds. Evaluation is not timed.
 - **achievements** (Craftax): the mean number of Craftax's 22 achievements an episode of the
-  final policy unlocked, and how often each was unlocked, over the same number of episodes.
+  final policy unlocked, per seed, and how often each was unlocked.
 
-Each row reports the medians over seeds and the ratios rollax / peer (return and wall
-time). rollax trains on its own environments where it has them (``CartPole-v1``...: the
-dynamics of Gymnasium's, tested for parity), on gymnax's and Brax's through its adapters
-otherwise; the peers on gymnax's and Brax's own.
+rollax trains on its own environments where it has them (``CartPole-v1``...: the dynamics of
+Gymnasium's, tested for parity), on gymnax's and Brax's through its adapters otherwise; the
+peers on gymnax's and Brax's own.
 
 rejax 0.1.3 expects gymnax's old 5-value ``step``: its environment is adapted (done =
 terminated or truncated). Brax's PPO calls ``jax.device_put_replicated``, which jax 0.10
@@ -43,7 +54,7 @@ removed: a shim stacks the value and puts it on the devices with a ``NamedShardi
 The last line printed is one JSON object with every figure.
 
 Usage:
-    python benchmarks/returns.py [--tasks TASK ...] [--seeds 3] [--episodes 64]
+    python benchmarks/returns.py [--tasks TASK ...] [--seeds 10] [--episodes 64] [--reps 5000]
         [--budget STEPS]  # override every row's budget (a quick check, not the table)
 """
 
@@ -52,14 +63,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _common import FiveValueStep, Timed, median_of
+from _common import FiveValueStep, Timed
 
 MINATAR_BUDGET = 1_048_576
 
@@ -146,6 +156,14 @@ CRAFTAX_BUDGET = 1_048_576
 CRAFTAX = "craftax/Craftax-Classic-Symbolic-v1"
 
 
+# Returns that split learned runs from stuck ones. Breakout: runs that stay on the plateau
+# end near 7, runs that leave it above 20. CartPole and Acrobot: Gymnasium's reward_threshold
+# (solved). MountainCarContinuous: a run that found the goal ends near 90, one that never did
+# near 0.
+MINATAR_THRESHOLDS = {"Breakout": 15.0}
+CLASSIC_THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCarContinuous-v0": 50.0}
+
+
 @dataclasses.dataclass(frozen=True)
 class Row:
     """One task of the table."""
@@ -162,15 +180,28 @@ class Row:
     """The peer's hyperparameters."""
     budget: int | None = None
     """Environment steps per seed (``None``: the preset's ``total_steps``)."""
+    threshold: float | None = None
+    """A return that tells a run which learned the task from one stuck short of it, where
+    runs split that way (``None``: no such split)."""
 
 
 ROWS = [
     *(
-        Row(f"gymnax/{game}-MinAtar", "rejax", f"{game}-MinAtar", REJAX_MINATAR, MINATAR_BUDGET)
+        Row(
+            f"gymnax/{game}-MinAtar",
+            "rejax",
+            f"{game}-MinAtar",
+            REJAX_MINATAR,
+            MINATAR_BUDGET,
+            MINATAR_THRESHOLDS.get(game),
+        )
         for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
     ),
     Row("brax/inverted_pendulum", "brax", "inverted_pendulum", BRAX_INVERTED_PENDULUM, 1_048_576),
-    *(Row(task, "rejax", task, REJAX_CLASSIC[task]) for task in REJAX_CLASSIC),
+    *(
+        Row(task, "rejax", task, REJAX_CLASSIC[task], None, CLASSIC_THRESHOLDS.get(task))
+        for task in REJAX_CLASSIC
+    ),
     Row(CRAFTAX, "authors", CRAFTAX, CRAFTAX_AUTHORS, CRAFTAX_BUDGET),
     Row("jumanji/Snake-v1", "random", "jumanji/Snake-v1", {}),
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
@@ -187,67 +218,82 @@ def budget_of(row: Row, override: int | None) -> int:
 # ---------------------------------------------------------------------------- rollax
 
 
-def rollax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
-    """rollax's PPO with the task's preset: wall time, steps trained and final return."""
+def rollax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """rollax's PPO with the task's preset, every seed in one program."""
     from rollax.agents.ppo import PRESETS
 
-    return ppo_run(PRESETS[row.task], row.task, budget, seed, episodes)
+    return ppo_run(PRESETS[row.task], row.task, budget, seeds, episodes)
 
 
-def authors_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
+def authors_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
     """rollax's PPO with the suite authors' published settings (``row.peer_settings``)."""
     from rollax.agents.ppo import PPOConfig
 
-    return ppo_run(PPOConfig(**row.peer_settings), row.task, budget, seed, episodes)
+    return ppo_run(PPOConfig(**row.peer_settings), row.task, budget, seeds, episodes)
 
 
-def ppo_run(preset: Any, task: str, budget: int, seed: int, episodes: int) -> dict[str, Any]:
-    """rollax's PPO with ``preset`` on ``task`` for ``budget`` steps (whole rollouts)."""
+def ppo_run(preset: Any, task: str, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """rollax's PPO with ``preset`` on ``task`` for ``budget`` steps per seed (whole
+    rollouts), seeds 0 to ``seeds - 1`` trained together in one program (``num_seeds``)."""
     from rollax.agents.ppo import make_ppo
 
     steps = max(budget // preset.batch_size, 1) * preset.batch_size
-    config = preset.replace(total_steps=steps)
+    config = preset.replace(total_steps=steps, num_seeds=seeds)
     jax.clear_caches()
     with Timed() as t:
         with Timed() as compile_t:
             agent = make_ppo(config, task)
             agent.warmup()
-        state = agent.init(jax.random.key(seed))
+        state = agent.init(jax.random.key(0))
         state, _ = agent.run(state, steps)
         jax.block_until_ready(state)
-    key = jax.random.key(10_000 + seed)
-    returns = agent.evaluate(state, key, episodes, False)
-    report = {
-        "wall_s": t.seconds,
-        "compile_s": compile_t.seconds,
-        "steps": steps,
-        "final_return": float(np.mean(returns)),
-    }
+    key = jax.random.key(10_000)
+    returns = np.asarray(agent.evaluate(state, key, episodes, False))  # (seeds, episodes)
+    report = runs_report(returns.mean(axis=1), t.seconds, compile_t.seconds, steps, seeds)
     if task.startswith("craftax/"):
 
         def act(obs: Any, t: jax.Array, key: jax.Array) -> jax.Array:
-            first = jnp.broadcast_to(t == 0, (1, episodes))
-            seeded = jax.tree.map(lambda x: x[None], obs)
+            per_seed = jax.tree.map(lambda x: x.reshape(seeds, episodes, *x.shape[1:]), obs)
+            first = jnp.broadcast_to(t == 0, (seeds, episodes))
             carry = agent.policy.init_carry(state, episodes)
-            return agent.policy.act(state, seeded, carry, first, key, False)[0][0]
+            actions = agent.policy.act(state, per_seed, carry, first, key, False)[0]
+            return actions.reshape(seeds * episodes)
 
-        report.update(achievements(play(agent.env.env, act, episodes, key)["achievements"]))
+        unlocked = play(agent.env.env, act, seeds * episodes, key)["achievements"]
+        report.update(achievements(unlocked.reshape(seeds, episodes, -1)))
     return report
 
 
-def random_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
-    """A uniform random policy: no training, its return (and Craftax achievements)."""
+def runs_report(
+    returns: np.ndarray, wall_s: float | None, compile_s: float | None, steps: int, seeds: int
+) -> dict[str, Any]:
+    """One library's figures on one row: each seed's final return (float ``(seeds,)``), the
+    wall time of all seeds and per seed, its compilation and the steps each seed trained."""
+    return {
+        "returns": [float(r) for r in returns],
+        "wall_s": wall_s,
+        "wall_per_seed_s": None if wall_s is None else wall_s / seeds,
+        "compile_s": compile_s,
+        "steps": steps,
+    }
+
+
+def random_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """A uniform random policy: no training, each seed's return (and Craftax achievements)
+    over ``episodes`` episodes of its own."""
     import rollax
 
     env = rollax.make(row.task).env
+    total = seeds * episodes
 
     def act(obs: Any, t: jax.Array, key: jax.Array) -> jax.Array:
-        return env.action_space.sample(key, (episodes,))
+        return env.action_space.sample(key, (total,))
 
-    played = play(env, act, episodes, jax.random.key(10_000 + seed))
-    report = {"wall_s": None, "steps": 0, "final_return": float(np.mean(played["returns"]))}
+    played = play(env, act, total, jax.random.key(10_000))
+    returns = played["returns"].reshape(seeds, episodes).mean(axis=1)
+    report = runs_report(returns, None, None, 0, seeds)
     if row.task.startswith("craftax/"):
-        report.update(achievements(played["achievements"]))
+        report.update(achievements(played["achievements"].reshape(seeds, episodes, -1)))
     return report
 
 
@@ -292,14 +338,15 @@ def play(env: Any, act: Any, episodes: int, key: jax.Array) -> dict[str, np.ndar
 
 
 def achievements(unlocked: np.ndarray) -> dict[str, Any]:
-    """Craftax's achievements of played episodes (bool ``(episodes, 22)``, :func:`play`): the
-    mean number each episode unlocked and the fraction of episodes that unlocked each one."""
+    """Craftax's achievements of played episodes (bool ``(seeds, episodes, 22)``,
+    :func:`play`): the mean number an episode unlocked, per seed, and the fraction of all
+    episodes that unlocked each one."""
     from craftax.craftax_classic.constants import Achievement
 
     return {
-        "achievements": float(unlocked.sum(axis=1).mean()),
+        "achievements": [float(a) for a in unlocked.sum(axis=2).mean(axis=1)],
         "achievement_rates": {
-            a.name.lower(): float(unlocked[:, a.value].mean()) for a in Achievement
+            a.name.lower(): float(unlocked[..., a.value].mean()) for a in Achievement
         },
     }
 
@@ -307,8 +354,9 @@ def achievements(unlocked: np.ndarray) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- rejax
 
 
-def rejax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
-    """rejax's PPO with the row's settings on gymnax's environment."""
+def rejax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """rejax's PPO with the row's settings on gymnax's environment: its ``train`` mapped
+    over the seeds' keys (``jax.vmap``) in one program, and evaluated the same way."""
     import gymnax
     from rejax import PPO
     from rejax.evaluate import evaluate
@@ -325,21 +373,20 @@ def rejax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]
     )
     algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
     jax.clear_caches()
-    key = jax.random.key(seed)
+    keys = jnp.stack([jax.random.key(seed) for seed in range(seeds)])
     with Timed() as t:
         with Timed() as compile_t:
-            train = jax.jit(lambda key: algo.train(key)[0]).lower(key).compile()
-        ts = jax.block_until_ready(train(key))
+            train = jax.jit(jax.vmap(lambda key: algo.train(key)[0])).lower(keys).compile()
+        ts = jax.block_until_ready(train(keys))
     horizon = int(env_params.max_steps_in_episode)
-    returns = jax.jit(
-        lambda ts, key: evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
-    )(ts, jax.random.key(10_000 + seed))
-    return {
-        "wall_s": t.seconds,
-        "compile_s": compile_t.seconds,
-        "steps": int(ts.global_step),
-        "final_return": float(np.mean(returns)),
-    }
+
+    def play(ts: Any, key: jax.Array) -> jax.Array:
+        return evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
+
+    eval_keys = jax.random.split(jax.random.key(10_000), seeds)
+    returns = np.asarray(jax.jit(jax.vmap(play))(ts, eval_keys))  # (seeds, episodes)
+    steps = int(np.asarray(ts.global_step)[0])
+    return runs_report(returns.mean(axis=1), t.seconds, compile_t.seconds, steps, seeds)
 
 
 # ---------------------------------------------------------------------------- Brax
@@ -360,34 +407,35 @@ def _replicate_shim() -> None:
     jax.device_put_replicated = device_put_replicated
 
 
-def brax_run(row: Row, budget: int, seed: int, episodes: int) -> dict[str, Any]:
-    """Brax's PPO with its published settings; its final evaluation is not timed."""
+def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """Brax's PPO with its published settings, seed after seed (its ``train`` runs a whole
+    training loop in Python and cannot be mapped over keys); its final evaluation is not
+    timed."""
     from brax import envs
     from brax.training.agents.ppo import train as ppo
 
     _replicate_shim()
-    final: dict[str, Any] = {}
     settings = dict(row.peer_settings)
     if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
         settings.update(num_envs=16, batch_size=16, num_minibatches=4)
-    jax.clear_caches()
-    with Timed() as t:
-        ppo.train(
-            environment=envs.get_environment(row.peer_env),
-            num_timesteps=budget,
-            num_evals=1,
-            num_eval_envs=episodes,
-            deterministic_eval=False,
-            seed=seed,
-            progress_fn=lambda step, m: final.update(step=step, **m),
-            **settings,
-        )
-    eval_s = float(final.get("eval/epoch_eval_time", 0.0))
-    return {
-        "wall_s": t.seconds - eval_s,
-        "steps": int(final["step"]),
-        "final_return": float(final["eval/episode_reward"]),
-    }
+    returns, wall_s = [], 0.0
+    for seed in range(seeds):
+        final: dict[str, Any] = {}
+        jax.clear_caches()
+        with Timed() as t:
+            ppo.train(
+                environment=envs.get_environment(row.peer_env),
+                num_timesteps=budget,
+                num_evals=1,
+                num_eval_envs=episodes,
+                deterministic_eval=False,
+                seed=seed,
+                progress_fn=lambda step, m: final.update(step=step, **m),  # noqa: B023
+                **settings,
+            )
+        wall_s += t.seconds - float(final.get("eval/epoch_eval_time", 0.0))
+        returns.append(float(final["eval/episode_reward"]))
+    return runs_report(np.asarray(returns), wall_s, None, int(final["step"]), seeds)
 
 
 PEERS = {"rejax": rejax_run, "brax": brax_run, "authors": authors_run, "random": random_run}
@@ -396,63 +444,104 @@ PEERS = {"rejax": rejax_run, "brax": brax_run, "authors": authors_run, "random":
 # ---------------------------------------------------------------------------- table
 
 
-def run_row(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """Both libraries on one task, seed after seed; the medians and ratios."""
-    report: dict[str, Any] = {"budget": budget, "peer": row.peer, "peer_env": row.peer_env}
+def run_row(row: Row, budget: int, seeds: int, episodes: int, reps: int) -> dict[str, Any]:
+    """Both libraries on one task, ``seeds`` seeds each, and the statistics comparing them."""
+    report: dict[str, Any] = {
+        "budget": budget,
+        "peer": row.peer,
+        "peer_env": row.peer_env,
+        "seeds": seeds,
+        "threshold": row.threshold,
+    }
     for name, fn in ((row.peer, PEERS[row.peer]), ("rollax", rollax_run)):
-        runs = []
-        for seed in range(seeds):
-            runs.append(fn(row, budget, seed, episodes))
-            print(f"{row.task:28s} {name:7s} seed {seed}: {describe(runs[-1])}", flush=True)
-        report[name] = {
-            "runs": runs,
-            "median_return": statistics.median(r["final_return"] for r in runs),
-            "median_wall_s": median_of(runs, "wall_s"),  # None: a random policy trains not
-        }
-        if "achievements" in runs[0]:
-            report[name]["median_achievements"] = median_of(runs, "achievements")
-    mine, peer = report["rollax"], report[row.peer]
-    report["return_at_least_peer"] = mine["median_return"] >= peer["median_return"]
-    # A ratio of returns means something only where both are positive (Pendulum's are
-    # negative, MountainCar's peer return is about 0): the difference is always reported.
-    both_positive = mine["median_return"] > 0 and peer["median_return"] > 0
-    report["ratio_return"] = (
-        mine["median_return"] / peer["median_return"] if both_positive else None
-    )
-    report["return_difference"] = mine["median_return"] - peer["median_return"]
-    report["ratio_wall_s"] = (
-        mine["median_wall_s"] / peer["median_wall_s"] if peer["median_wall_s"] else None
-    )
+        report[name] = fn(row, budget, seeds, episodes)
+        print(f"{row.task} {name}: {describe(report[name])}", flush=True)
+    report.update(compare(report, row.peer, row.threshold, reps))
     return report
 
 
-def describe(run: dict[str, Any]) -> str:
-    """One run on one line: steps, wall time, return (and Craftax achievements)."""
-    text = f"final return {run['final_return']:8.2f}"
-    if run["wall_s"] is not None:
-        text = (f"{run['steps']:>9,} steps in {run['wall_s']:6.1f} s "
-                f"({run.get('compile_s', 0):4.1f} s compiling), {text}")  # fmt: skip
-    if "achievements" in run:
-        text += f", {run['achievements']:.2f} achievements per episode"
+def compare(
+    report: dict[str, Any], peer_name: str, threshold: float | None, reps: int
+) -> dict[str, Any]:
+    """rliable's interval estimates over the seeds (each a run of one task): both libraries'
+        interquartile means, the difference of the two and the probability of improvement, each
+        with its 95% stratified bootstrap percentile interval (``reps`` resamples, a fixed
+        ``RandomState``), the verdict the probability's interval supports, the seeds above the
+        row's threshold and the ratio of wall time per seed (``report``: :func:`run_row`'s, with
+    both libraries' runs)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    mine, peer = report["rollax"], report[peer_name]
+    x, y = np.asarray(mine["returns"])[:, None], np.asarray(peer["returns"])[:, None]
+
+    def estimate(scores: dict, fn: Any) -> dict[str, list[float]]:
+        point, interval = rly.get_interval_estimates(
+            scores, lambda *s: np.array([fn(*s)]), reps=reps,
+            random_state=np.random.RandomState(0),
+        )  # fmt: skip
+        return {k: [float(point[k][0]), *map(float, interval[k][:, 0])] for k in scores}
+
+    iqm = estimate({"rollax": x, peer_name: y}, metrics.aggregate_iqm)
+    difference = estimate(
+        {"d": [x, y]}, lambda a, b: metrics.aggregate_iqm(a) - metrics.aggregate_iqm(b)
+    )["d"]
+    improvement = estimate({"p": [x, y]}, metrics.probability_of_improvement)["p"]
+    _, low, high = improvement
+    verdict = "above" if low > 0.5 else "below" if high < 0.5 else "tied"
+
+    def above(runs: dict[str, Any]) -> int | None:
+        return None if threshold is None else int(sum(r > threshold for r in runs["returns"]))
+
+    ratio = None
+    if mine["wall_per_seed_s"] is not None and peer["wall_per_seed_s"] is not None:
+        ratio = mine["wall_per_seed_s"] / peer["wall_per_seed_s"]
+    return {
+        "iqm": iqm,
+        "iqm_difference": difference,
+        "probability_of_improvement": improvement,
+        "verdict": verdict,
+        "above_threshold": {"rollax": above(mine), peer_name: above(peer)},
+        "ratio_wall_per_seed": ratio,
+    }
+
+
+def describe(runs: dict[str, Any]) -> str:
+    """One library's runs on one line: each seed's return, wall time (and achievements)."""
+    text = "returns " + ", ".join(f"{r:.2f}" for r in runs["returns"])
+    if runs["wall_s"] is not None:
+        text += (f"; {runs['steps']:,} steps per seed, {runs['wall_s']:.1f} s in all "
+                 f"({runs['compile_s'] or 0:.1f} s compiling), "
+                 f"{runs['wall_per_seed_s']:.1f} s per seed")  # fmt: skip
+    if "achievements" in runs:
+        text += "; achievements " + ", ".join(f"{a:.2f}" for a in runs["achievements"])
     return text
 
 
 def print_table(results: dict[str, dict]) -> None:
-    """The markdown table of every row that ran."""
-    print("\n| task | budget | peer | return rollax | return peer | wall rollax (s) | "
-          "wall peer (s) | return >= peer | wall ratio |")  # fmt: skip
+    """The markdown table of every row that ran: IQM [95% CI] over the seeds, probability of
+    improvement [95% CI], its verdict, seeds above the threshold and wall time per seed."""
+    print("\n| task | seeds | rollax IQM | peer IQM | P(rollax > peer) | verdict | "
+          "above threshold | wall per seed rollax / peer (s) | ratio |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
+
+    def interval(e: list[float], digits: int = 2) -> str:
+        return f"{e[0]:.{digits}f} [{e[1]:.{digits}f}, {e[2]:.{digits}f}]"
 
     def number(value: float | None, digits: int) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
 
     for task, r in results.items():
         mine, peer = r["rollax"], r[r["peer"]]
-        print(f"| {task} | {r['budget']:,} | {r['peer']} | {mine['median_return']:.2f} | "
-              f"{peer['median_return']:.2f} | {number(mine['median_wall_s'], 1)} | "
-              f"{number(peer['median_wall_s'], 1)} | "
-              f"{'yes' if r['return_at_least_peer'] else 'no'} | "
-              f"{number(r['ratio_wall_s'], 2)} |")  # fmt: skip
+        counts = r["above_threshold"]
+        above = "-" if r["threshold"] is None else (
+            f"{counts['rollax']} / {counts[r['peer']]} (> {r['threshold']:g})"
+        )  # fmt: skip
+        print(f"| {task} | {r['seeds']} | {interval(r['iqm']['rollax'])} | "
+              f"{r['peer']} {interval(r['iqm'][r['peer']])} | "
+              f"{interval(r['probability_of_improvement'])} | {r['verdict']} | {above} | "
+              f"{number(mine['wall_per_seed_s'], 1)} / {number(peer['wall_per_seed_s'], 1)} | "
+              f"{number(r['ratio_wall_per_seed'], 2)} |")  # fmt: skip
 
 
 def main() -> None:
@@ -460,10 +549,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=tasks, choices=tasks, metavar="TASK",
                         help=f"rows to run (default: all): {', '.join(tasks)}")  # fmt: skip
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--episodes", type=int, default=64, help="evaluation episodes")
     parser.add_argument("--budget", type=int, default=None,
                         help="steps per seed for every row (default: each row's own)")  # fmt: skip
+    parser.add_argument("--reps", type=int, default=5_000, help="bootstrap resamples")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
     from rollax.agents.ppo import PRESETS
@@ -476,7 +566,8 @@ def main() -> None:
             skipped[row.task] = "rollax ships no PPO preset for this task yet"
             print(f"{row.task}: skipped, {skipped[row.task]}", flush=True)
             continue
-        results[row.task] = run_row(row, budget_of(row, args.budget), args.seeds, args.episodes)
+        budget = budget_of(row, args.budget)
+        results[row.task] = run_row(row, budget, args.seeds, args.episodes, args.reps)
     print_table(results)
     print(json.dumps({"args": vars(args), "results": results, "skipped": skipped}))
 
