@@ -1,13 +1,17 @@
-"""PPO's MinAtar presets learn each game well above where the old preset stalled.
+"""PPO's MinAtar presets learn each game on most seeds, well above where the old preset stalled.
 
-The old Breakout preset (a CNN shared by actor and critic, lr 1e-3, 2 epochs) ended every
-seed at a return of 7.0 after 1M steps, and the gymnax authors' settings with their constant
-lr 5e-4 stalled there too. Each test trains seed 0 of the preset (the learning rate annealed
-over the test's budget: the full 1M steps for Breakout and Asterix, which learn late, a
-quarter of it for the others) and evaluates 64 episodes with sampled actions. The
-thresholds sit well below what seed 0 reached when they were set and well above the
-untrained policy (both stated per game); the full budget's returns are in
-benchmarks/returns.py.
+Training on MinAtar is chaotic: the same code and seeds give other returns on a CPU that sums
+floats in another order, and Breakout is bimodal (a run leaves the plateau near 7 or stays
+on it). So no test expects one seed to learn. Each trains several seeds in one program (the
+learning rate annealed over the test's budget: the full 1M steps for Breakout and Asterix,
+which learn late, a quarter of it for the others), evaluates 64 episodes of each with
+sampled actions, and asserts that at least k of the n seeds end above a threshold. The
+thresholds sit well below where the seeds end and well above the untrained policy (both
+stated per game); the full budget's returns over 10 seeds are in benchmarks/returns.py.
+
+The gymnax authors' settings with their constant lr 5e-4 stall Breakout's seeds on the
+plateau, and fail the Breakout case: 0 of 4 seeds above 15 when checked (returns 6.4 to
+11.3).
 """
 
 from __future__ import annotations
@@ -18,26 +22,30 @@ import pytest
 
 from rollax.agents.ppo import PRESETS, make_ppo
 
-# game: (steps, threshold). Seed 0 when the thresholds were set, and the untrained policy
-# (64 episodes each): Breakout 32.8 after 1M steps (0.5; the old preset's plateau: 7.0),
-# Asterix 1.66 after 1M (0.64), Freeway 20.0 after 262k (0.4; 26.6 after 524k),
-# SpaceInvaders 21.3 after 262k (4.2; 46.4 after 524k).
+# game: (steps, seeds, at least, threshold). When the cases were set, 10 seeds of the preset
+# in one program, and the untrained policy (64 episodes each): Breakout after 1M steps 20.7
+# to 42.1, all 10 above 15 (untrained 0.5; the plateau 7.0); Asterix after 1M 1.59 to 3.05
+# (0.64); Freeway after 262k 16.3 to 24.3 (0.4); SpaceInvaders after 262k 16.7 to 23.2 (4.2).
 CASES = {
-    "Breakout": (1_048_576, 15.0),
-    "Asterix": (1_048_576, 1.2),
-    "Freeway": (262_144, 12.0),
-    "SpaceInvaders": (262_144, 12.0),
+    "Breakout": (1_048_576, 4, 3, 15.0),
+    "Asterix": (1_048_576, 3, 2, 1.2),
+    "Freeway": (262_144, 3, 2, 12.0),
+    "SpaceInvaders": (262_144, 3, 2, 12.0),
 }
+
+
+def seed_returns(config, task: str) -> np.ndarray:
+    """Each seed's mean return over 64 sampled episodes after training all ``num_seeds``
+    seeds of ``config`` in one program: float ``(num_seeds,)``."""
+    agent = make_ppo(config, task)
+    state, _ = agent.run(agent.init(jax.random.key(0)), config.total_steps)
+    return np.asarray(agent.evaluate(state, jax.random.key(1), 64, False)).mean(axis=1)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("game", sorted(CASES))
-def test_minatar_preset_learns_the_game(game):
-    steps, threshold = CASES[game]
+def test_minatar_preset_learns_the_game_on_most_seeds(game):
+    steps, seeds, at_least, threshold = CASES[game]
     task = f"gymnax/{game}-MinAtar"
-    config = PRESETS[task].replace(total_steps=steps)
-    agent = make_ppo(config, task)
-    state = agent.init(jax.random.key(0))
-    state, _ = agent.run(state, config.total_steps)
-    returns = np.asarray(agent.evaluate(state, jax.random.key(1), 64, False))
-    assert returns.mean() >= threshold, returns.mean()
+    returns = seed_returns(PRESETS[task].replace(total_steps=steps, num_seeds=seeds), task)
+    assert (returns > threshold).sum() >= at_least, returns
