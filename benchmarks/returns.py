@@ -33,13 +33,17 @@ Figures per row:
 - **interval estimates** (rliable 1.2.0, each a run of one task, ``--reps`` stratified
   bootstrap resamples, 95% percentile intervals): the interquartile mean (IQM) of each
   library's seeds, the difference of the two, and the probability that a rollax seed beats a
-  peer seed (ties count half). The **verdict** is "above" where the probability's interval
-  lies above 0.5, "below" where it lies below, "tied" otherwise.
+  peer seed (ties count half). The **verdict** is "above" where the interval of the
+  probability lies above 0.5 or that of the difference above 0 (and neither below), "below"
+  the other way round, "tied" otherwise. ``--from FILE`` computes them again from a saved
+  report's runs.
 - **seeds above the threshold**, on rows whose runs split into learned and stuck (Breakout:
   above 15, off the plateau near 7).
 - **wall time per seed**: compile and training of every seed (rollax: ``make_ppo``,
   ``warmup``, ``init``, ``run``; rejax: its mapped ``train``; Brax: each ``ppo.train`` less
-  its final evaluation) divided by the seeds. Evaluation is not timed.
+  its final evaluation) divided by the seeds. rollax and rejax compile once for all the
+  seeds, Brax once per seed (its price for running seeds one after the other). Evaluation
+  is not timed.
 - **achievements** (Craftax): the mean number of Craftax's 22 achievements an episode of the
   final policy unlocked, per seed, and how often each was unlocked.
 
@@ -67,7 +71,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import warnings
+import os
+import platform
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -75,9 +81,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from _common import FiveValueStep, Timed
-
-# rliable hands arch's bootstrap a RandomState, which arch 7 accepts with a FutureWarning.
-warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
 
 MINATAR_BUDGET = 1_048_576
 
@@ -242,7 +245,8 @@ def authors_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, A
 
 def ppo_run(preset: Any, task: str, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
     """rollax's PPO with ``preset`` on ``task`` for ``budget`` steps per seed (whole
-    rollouts), seeds 0 to ``seeds - 1`` trained together in one program (``num_seeds``)."""
+    rollouts), ``seeds`` seeds trained together in one program (``num_seeds``: each seed's
+    key split from ``key(0)``; rejax's seeds are ``key(0)`` to ``key(seeds - 1)``)."""
     from rollax.agents.ppo import make_ppo
 
     steps = max(budget // preset.batch_size, 1) * preset.batch_size
@@ -468,48 +472,66 @@ def run_row(row: Row, budget: int, seeds: int, episodes: int, reps: int) -> dict
     return report
 
 
+def interval_estimates(scores: dict[str, Any], statistic: Any, reps: int) -> dict[str, list]:
+    """rliable's point estimate and 95% stratified bootstrap percentile interval of
+    ``statistic`` for each entry of ``scores``, as ``[estimate, low, high]``. An entry is
+    float ``(seeds, 1)`` (the runs of one task), or a list of two for a statistic of two
+    samples, resampled independently (the seeds of two libraries are not paired). rliable
+    draws its resamples from numpy's global generator: it is seeded with 0 before each call,
+    so the same returns give the same intervals."""
+    from rliable import library as rly
+
+    np.random.seed(0)  # noqa: NPY002
+    point, interval = rly.get_interval_estimates(
+        scores, lambda *s: np.array([statistic(*s)]), reps=reps
+    )
+    return {k: [float(point[k][0]), *map(float, interval[k][:, 0])] for k in scores}
+
+
+def verdict(improvement: list[float], difference: list[float]) -> str:
+    """``"above"`` where the interval of the probability of improvement lies above 0.5 or
+    that of the IQM difference (rollax - peer) above 0, and neither interval lies below;
+    ``"below"`` the other way round; ``"tied"`` otherwise (each ``[estimate, low, high]``)."""
+    above = improvement[1] > 0.5 or difference[1] > 0
+    below = improvement[2] < 0.5 or difference[2] < 0
+    return "above" if above and not below else "below" if below and not above else "tied"
+
+
+def seeds_above(returns: list[float], threshold: float | None) -> int | None:
+    """How many seeds' returns lie above ``threshold`` (``None`` where the row has none)."""
+    return None if threshold is None else int(sum(r > threshold for r in returns))
+
+
 def compare(
     report: dict[str, Any], peer_name: str, threshold: float | None, reps: int
 ) -> dict[str, Any]:
-    """rliable's interval estimates over the seeds (each a run of one task): both libraries'
-        interquartile means, the difference of the two and the probability of improvement, each
-        with its 95% stratified bootstrap percentile interval (``reps`` resamples, a fixed
-        ``RandomState``), the verdict the probability's interval supports, the seeds above the
-        row's threshold and the ratio of wall time per seed (``report``: :func:`run_row`'s, with
-    both libraries' runs)."""
-    from rliable import library as rly
+    """The statistics of one row (``report``: :func:`run_row`'s, with both libraries' runs):
+    each library's IQM over its seeds, the IQM difference and the probability of
+    improvement, each with its interval (:func:`interval_estimates`), the :func:`verdict`,
+    the seeds above the threshold and the ratio of wall time per seed."""
     from rliable import metrics
 
     mine, peer = report["rollax"], report[peer_name]
     x, y = np.asarray(mine["returns"])[:, None], np.asarray(peer["returns"])[:, None]
+    iqm = interval_estimates({"rollax": x, peer_name: y}, metrics.aggregate_iqm, reps)
 
-    def estimate(scores: dict, fn: Any) -> dict[str, list[float]]:
-        point, interval = rly.get_interval_estimates(
-            scores, lambda *s: np.array([fn(*s)]), reps=reps,
-            random_state=np.random.RandomState(0),
-        )  # fmt: skip
-        return {k: [float(point[k][0]), *map(float, interval[k][:, 0])] for k in scores}
+    def iqm_difference(a: np.ndarray, b: np.ndarray) -> float:
+        return metrics.aggregate_iqm(a) - metrics.aggregate_iqm(b)
 
-    iqm = estimate({"rollax": x, peer_name: y}, metrics.aggregate_iqm)
-    difference = estimate(
-        {"d": [x, y]}, lambda a, b: metrics.aggregate_iqm(a) - metrics.aggregate_iqm(b)
-    )["d"]
-    improvement = estimate({"p": [x, y]}, metrics.probability_of_improvement)["p"]
-    _, low, high = improvement
-    verdict = "above" if low > 0.5 else "below" if high < 0.5 else "tied"
-
-    def above(runs: dict[str, Any]) -> int | None:
-        return None if threshold is None else int(sum(r > threshold for r in runs["returns"]))
-
+    difference = interval_estimates({"d": [x, y]}, iqm_difference, reps)["d"]
+    improvement = interval_estimates({"p": [x, y]}, metrics.probability_of_improvement, reps)
     ratio = None
     if mine["wall_per_seed_s"] is not None and peer["wall_per_seed_s"] is not None:
         ratio = mine["wall_per_seed_s"] / peer["wall_per_seed_s"]
     return {
         "iqm": iqm,
         "iqm_difference": difference,
-        "probability_of_improvement": improvement,
-        "verdict": verdict,
-        "above_threshold": {"rollax": above(mine), peer_name: above(peer)},
+        "probability_of_improvement": improvement["p"],
+        "verdict": verdict(improvement["p"], difference),
+        "above_threshold": {
+            "rollax": seeds_above(mine["returns"], threshold),
+            peer_name: seeds_above(peer["returns"], threshold),
+        },
         "ratio_wall_per_seed": ratio,
     }
 
@@ -518,20 +540,21 @@ def describe(runs: dict[str, Any]) -> str:
     """One library's runs on one line: each seed's return, wall time (and achievements)."""
     text = "returns " + ", ".join(f"{r:.2f}" for r in runs["returns"])
     if runs["wall_s"] is not None:
-        text += (f"; {runs['steps']:,} steps per seed, {runs['wall_s']:.1f} s in all "
-                 f"({runs['compile_s'] or 0:.1f} s compiling), "
-                 f"{runs['wall_per_seed_s']:.1f} s per seed")  # fmt: skip
+        compiling = "" if runs["compile_s"] is None else f" ({runs['compile_s']:.1f} s compiling)"
+        text += (f"; {runs['steps']:,} steps per seed, {runs['wall_s']:.1f} s in all"
+                 f"{compiling}, {runs['wall_per_seed_s']:.1f} s per seed")  # fmt: skip
     if "achievements" in runs:
         text += "; achievements " + ", ".join(f"{a:.2f}" for a in runs["achievements"])
     return text
 
 
 def print_table(results: dict[str, dict]) -> None:
-    """The markdown table of every row that ran: IQM [95% CI] over the seeds, probability of
-    improvement [95% CI], its verdict, seeds above the threshold and wall time per seed."""
-    print("\n| task | seeds | rollax IQM | peer IQM | P(rollax > peer) | verdict | "
-          "above threshold | wall per seed rollax / peer (s) | ratio |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    """The markdown table of every row that ran: IQM [95% CI] over the seeds, their
+    difference, the probability of improvement, the verdict, seeds above the threshold and
+    wall time per seed."""
+    print("\n| task | seeds | rollax IQM | peer IQM | IQM difference | P(rollax > peer) | "
+          "verdict | above threshold | wall per seed rollax / peer (s) | ratio |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
 
     def interval(e: list[float], digits: int = 2) -> str:
         return f"{e[0]:.{digits}f} [{e[1]:.{digits}f}, {e[2]:.{digits}f}]"
@@ -546,25 +569,34 @@ def print_table(results: dict[str, dict]) -> None:
             f"{counts['rollax']} / {counts[r['peer']]} (> {r['threshold']:g})"
         )  # fmt: skip
         print(f"| {task} | {r['seeds']} | {interval(r['iqm']['rollax'])} | "
-              f"{r['peer']} {interval(r['iqm'][r['peer']])} | "
+              f"{r['peer']} {interval(r['iqm'][r['peer']])} | {interval(r['iqm_difference'])} | "
               f"{interval(r['probability_of_improvement'])} | {r['verdict']} | {above} | "
               f"{number(mine['wall_per_seed_s'], 1)} / {number(peer['wall_per_seed_s'], 1)} | "
               f"{number(r['ratio_wall_per_seed'], 2)} |")  # fmt: skip
 
 
+def restate(saved: Path, reps: int) -> None:
+    """The table and the JSON line of a saved report (its last line), the statistics
+    computed again from its runs with ``reps`` resamples."""
+    report = json.loads(saved.read_text().strip().splitlines()[-1])
+    for r in report["results"].values():
+        r.update(compare(r, r["peer"], r["threshold"], reps))
+    report["args"]["reps"] = reps
+    print_table(report["results"])
+    print(json.dumps(report))
+
+
 def cpu_name() -> str:
     """The machine's CPU model and core count, as the table names it."""
-    import os
-    import platform
-    from pathlib import Path
-
     model = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines()
                  if ln.startswith("model name")]  # fmt: skip
         model = names[0] if names else model
-    return f"{model}, {len(os.sched_getaffinity(0))} cores"
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity else os.cpu_count()
+    return f"{model}, {cores} cores"
 
 
 def main() -> None:
@@ -581,7 +613,14 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=None,
                         help="steps per seed for every row (default: each row's own)")  # fmt: skip
     parser.add_argument("--reps", type=int, default=5_000, help="bootstrap resamples")
+    parser.add_argument("--from", dest="saved", type=Path, default=None, metavar="FILE",
+                        help="train nothing: the statistics and the table again from the runs "
+                             "of a saved report (a file whose last line is this script's "
+                             "JSON), e.g. with other --reps")  # fmt: skip
     args = parser.parse_args()
+    if args.saved is not None:
+        restate(args.saved, args.reps)
+        return
     cpu = cpu_name()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({cpu})", flush=True)
     from rollax.agents.ppo import PRESETS

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 import pytest
 
-from rollax.agents.ppo import PRESETS, make_ppo
+from rollax.agents.ppo import PRESETS, PPOConfig, make_ppo
 
 # game: (steps, seeds, at least, threshold). When the cases were set, 10 seeds of the preset
 # in one program, and the untrained policy (64 episodes each): Breakout after 1M steps 20.7
@@ -34,7 +34,7 @@ CASES = {
 }
 
 
-def seed_returns(config, task: str) -> np.ndarray:
+def seed_returns(config: PPOConfig, task: str) -> np.ndarray:
     """Each seed's mean return over 64 sampled episodes after training all ``num_seeds``
     seeds of ``config`` in one program: float ``(num_seeds,)``."""
     agent = make_ppo(config, task)
