@@ -46,6 +46,18 @@ def test_probability_of_improvement_is_rliables(shape):
     assert stats.probability_of_improvement(x, x) == 0.5
 
 
+@pytest.mark.parametrize("shape", [(10, 1), (6, 3)])
+def test_performance_profile_is_rliables(shape):
+    scores = np.round(np.random.default_rng(3).normal(size=shape), 1)
+    taus = np.linspace(-1.5, 1.5, 7)
+    np.random.seed(2)  # noqa: NPY002
+    profiles, intervals = rly.create_performance_profile({"x": scores}, taus, reps=1_000)
+    fractions, low, high = stats.performance_profile(scores, taus, reps=1_000, seed=2)
+    np.testing.assert_allclose(fractions, profiles["x"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.stack([low, high]), intervals["x"], rtol=0, atol=1e-12)
+    assert np.all(np.diff(fractions) <= 0)  # a profile falls as the threshold rises
+
+
 def test_iqm_by_hand():
     assert stats.iqm(np.arange(1.0, 9.0)) == 4.5  # the mean of 3, 4, 5, 6
     assert stats.iqm([1.0, 2.0, 3.0, 100.0]) == 2.5  # a quarter cut from each end
@@ -60,5 +72,7 @@ def test_bad_input_is_a_clear_error():
         stats.interval([1.0, 2.0], reps=0)
     with pytest.raises(ValueError, match=r"confidence must lie in \(0, 1\), got 95"):
         stats.interval([1.0, 2.0], confidence=95)
+    with pytest.raises(ValueError, match=r"thresholds must be a non-empty 1-D array"):
+        stats.performance_profile([1.0, 2.0], [])
     with pytest.raises(ValueError, match=r"same tasks, got 2 and 3 columns"):
         stats.probability_of_improvement(np.zeros((4, 2)), np.zeros((4, 3)))

@@ -4,12 +4,13 @@ Final returns of many seeds are summarised the way the "Deep RL at the Edge of t
 Statistical Precipice" paper asks (and its library, rliable, computes): the interquartile
 mean (IQM, the mean of the middle 50% of the scores) with a percentile confidence interval
 from a bootstrap that resamples runs within each task, and the probability that one
-algorithm's run beats another's on a task. Scores are float arrays ``(runs, tasks)``; a 1-D
+algorithm's run beats another's on a task, and the performance profile (the fraction of
+runs above each of a set of thresholds). Scores are float arrays ``(runs, tasks)``; a 1-D
 array is one task's runs.
 
-With the same seed, :func:`interval` draws the same resamples as rliable's
-``get_interval_estimates`` after ``np.random.seed(seed)``: the two agree up to float
-rounding.
+With the same seed, :func:`interval` and :func:`performance_profile` draw the same
+resamples as rliable's ``get_interval_estimates`` and ``create_performance_profile`` after
+``np.random.seed(seed)``: the two agree up to float rounding.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["interval", "iqm", "probability_of_improvement"]
+__all__ = ["interval", "iqm", "performance_profile", "probability_of_improvement"]
 
 _CHUNK = 4096
 """Bootstrap resamples drawn and reduced at once (bounds the memory to about
@@ -88,26 +89,93 @@ def interval(
             ``confidence`` outside (0, 1).
     """
     data = _runs_by_tasks(scores, "scores")
+    _check_bootstrap(reps, confidence)
+    if statistic is None:
+        values = _bootstrap(data, lambda r: _trimmed_means(r.reshape(len(r), -1)), reps, seed)
+    else:
+        values = _bootstrap(data, lambda r: np.array([statistic(x) for x in r]), reps, seed)
+    estimate = iqm(data) if statistic is None else float(statistic(data))
+    low, high = _percentiles(values, confidence)
+    return estimate, float(low), float(high)
+
+
+def performance_profile(
+    scores: np.ndarray,
+    thresholds: np.ndarray,
+    *,
+    reps: int = 2_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fraction of runs scoring above each threshold, with stratified bootstrap intervals.
+
+    The score distribution of rliable's ``create_performance_profile``: over all runs of
+    all tasks, the fraction above each ``tau``; its interval from the same resamples as
+    :func:`interval` draws for ``seed`` (every threshold on each resample).
+
+    Args:
+        scores: ``(runs,)`` or ``(runs, tasks)``.
+        thresholds: ``(T,)`` returns (the ``tau`` of the profile).
+        reps: Bootstrap resamples.
+        confidence: The intervals' coverage, in (0, 1).
+        seed: Seeds ``numpy.random.RandomState``, which draws the resamples.
+
+    Returns:
+        ``(fractions, low, high)``, each float64 ``(T,)``.
+
+    Raises:
+        ValueError: as :func:`interval`, or thresholds that are not a non-empty 1-D array.
+    """
+    data = _runs_by_tasks(scores, "scores")
+    _check_bootstrap(reps, confidence)
+    taus = np.asarray(thresholds, dtype=np.float64)
+    if taus.ndim != 1 or taus.size == 0:
+        raise ValueError(
+            f"thresholds must be a non-empty 1-D array, got shape {np.shape(thresholds)}."
+        )
+
+    def above(resampled: np.ndarray) -> np.ndarray:
+        flat = resampled.reshape(len(resampled), -1)
+        return (flat[:, :, None] > taus).mean(axis=1)
+
+    values = _bootstrap(data, above, reps, seed)
+    low, high = _percentiles(values, confidence)
+    return above(data[None])[0], low, high
+
+
+def _check_bootstrap(reps: int, confidence: float) -> None:
+    """Raise a ValueError naming ``reps`` or ``confidence`` where it is not valid."""
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ValueError(f"reps must be a positive integer, got {reps!r}.")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}.")
+
+
+def _bootstrap(
+    data: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], reps: int, seed: int
+) -> np.ndarray:
+    """``statistic`` of ``reps`` stratified resamples of ``data`` (``(runs, tasks)``).
+
+    Each resample draws, per task, ``runs`` of its runs with replacement, ``_CHUNK``
+    resamples at a time from ``RandomState(seed)`` (rliable's draws for that seed).
+    ``statistic`` maps resamples ``(count, runs, tasks)`` to ``(count,)`` or ``(count, k)``.
+    """
     runs, tasks = data.shape
     rng = np.random.RandomState(seed)
     columns = np.arange(tasks)
-    values = np.empty(reps)
+    values = []
     for start in range(0, reps, _CHUNK):
         count = min(_CHUNK, reps - start)
         rows = rng.choice(runs, (count, runs, tasks), replace=True)
-        resampled = data[rows, columns]  # (count, runs, tasks)
-        if statistic is None:
-            values[start : start + count] = _trimmed_means(resampled.reshape(count, -1))
-        else:
-            values[start : start + count] = [statistic(r) for r in resampled]
-    estimate = iqm(data) if statistic is None else float(statistic(data))
+        values.append(statistic(data[rows, columns]))
+    return np.concatenate(values)
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds holding the middle ``confidence`` of ``values`` along its first axis."""
     alpha = (1.0 - confidence) / 2
-    low, high = np.percentile(values, [100 * alpha, 100 * (1 - alpha)])
-    return estimate, float(low), float(high)
+    low, high = np.percentile(values, [100 * alpha, 100 * (1 - alpha)], axis=0)
+    return low, high
 
 
 def probability_of_improvement(scores_x: np.ndarray, scores_y: np.ndarray) -> float:
