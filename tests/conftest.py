@@ -14,6 +14,12 @@ import jax
 import pytest
 from hypothesis import settings
 
+import rollax
+
+# Before the first computation: on a jaxlib whose CPU scheduler deadlocks (0.10), turn it off
+# as the command line does (rollax.avoid_cpu_scheduler_deadlock; a no-op on later ones).
+rollax.avoid_cpu_scheduler_deadlock()
+
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
 

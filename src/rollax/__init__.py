@@ -3,9 +3,8 @@
 Fresh resets, termination kept apart from truncation, exact step budgets and resumable runs.
 """
 
-# First: sets XLA_FLAGS before anything starts JAX's CPU backend (see rollax._xla_cpu).
-from rollax import _xla_cpu  # noqa: F401, I001
 from rollax import spaces
+from rollax._xla_cpu import avoid_cpu_scheduler_deadlock, cores_as_devices
 from rollax.envs import (
     Environment,
     EnvParams,
@@ -41,6 +40,8 @@ __all__ = [
     "TimeStep",
     "VecEnv",
     "__version__",
+    "avoid_cpu_scheduler_deadlock",
+    "cores_as_devices",
     "make",
     "register",
     "registered_envs",

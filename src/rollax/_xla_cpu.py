@@ -1,20 +1,15 @@
-"""XLA:CPU flags: a deadlock's workaround, and the command line's CPU cores as devices.
+"""XLA:CPU flags that rollax's command line sets: a deadlock's workaround, and cores as devices.
 
-The workaround is applied when rollax is imported.
-
-XLA:CPU (jaxlib 0.10) can deadlock while it executes some programs with its
-concurrency-optimized scheduler: every thread waits and nothing runs. Recurrent PPO over
-several seeds hit it (an LSTM over 2 seeds on CartPole: the first rollout never returned),
-while the same program compiled with the scheduler off runs, and off is as fast for the
-programs measured (PPO on CartPole 173k steps/s against 170k, DQN 89k against 82k). Passing
-the option per program (``jax.jit(..., compiler_options=...)``) does not avoid the deadlock,
-so the flag goes into ``XLA_FLAGS``, which JAX reads when it starts its CPU backend: on the
-first computation, not on ``import jax``. It has no effect on a backend already started, and
-a value the user set is kept.
+Importing rollax sets nothing: both flags go into ``XLA_FLAGS`` only when the command line
+runs, or when a program calls :func:`avoid_cpu_scheduler_deadlock` or
+:func:`cores_as_devices` itself. JAX reads ``XLA_FLAGS`` when it starts its CPU backend, on
+the first computation, so either call has an effect only before that; a value the user set
+is kept. Other platforms (GPUs, TPUs) ignore both flags.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 
 __all__ = [
@@ -22,20 +17,62 @@ __all__ = [
     "SCHEDULER_FLAG",
     "avoid_cpu_scheduler_deadlock",
     "cores_as_devices",
+    "flags_set",
+    "scheduler_deadlocks",
 ]
 
 SCHEDULER_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler"
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
+# The first jaxlib release on which the deadlock below was not seen.
+_FIRST_JAXLIB_WITHOUT_DEADLOCK = (0, 11)
 
-def avoid_cpu_scheduler_deadlock() -> None:
-    """Turn XLA:CPU's concurrency-optimized scheduler off in ``XLA_FLAGS``, unless set."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if SCHEDULER_FLAG not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {SCHEDULER_FLAG}=false".strip()
+_set: list[str] = []
 
 
-avoid_cpu_scheduler_deadlock()
+def flags_set() -> list[str]:
+    """The ``XLA_FLAGS`` entries this process's rollax added (``rollax info`` prints them)."""
+    return list(_set)
+
+
+def _add_flag(flag: str) -> None:
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
+    _set.append(flag)
+
+
+def _jaxlib_version() -> tuple[int, ...]:
+    version = importlib.metadata.version("jaxlib")
+    return tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+
+
+def scheduler_deadlocks() -> bool:
+    """Whether the installed jaxlib is one whose CPU scheduler deadlocked rollax's programs.
+
+    jaxlib 0.10's XLA:CPU could deadlock while it executed some programs with its
+    concurrency-optimized scheduler: every thread waited and nothing ran. Recurrent PPO over
+    two seeds on CartPole (an LSTM) hung in 1 run of 4 to 1 run of 2 with the scheduler on.
+    The same program ran to the end in every one of 8 runs on jaxlib 0.11.2 and 0.12.0.1.
+    """
+    return _jaxlib_version() < _FIRST_JAXLIB_WITHOUT_DEADLOCK
+
+
+def avoid_cpu_scheduler_deadlock() -> bool:
+    """Turn XLA:CPU's concurrency-optimized scheduler off where it deadlocks (jaxlib 0.10).
+
+    Call it before the first computation (JAX then starts its backend with the flag). The
+    command line calls it for you. With the scheduler off, the programs measured ran as
+    fast on jaxlib 0.10.2 (PPO on CartPole 173k steps/s against 170k, DQN 89k against 82k).
+    Passing the option per program (``jax.jit(..., compiler_options=...)``) does not avoid
+    the deadlock, hence the environment variable.
+
+    Returns:
+        True if it added the flag to ``XLA_FLAGS``; False where the installed jaxlib does
+        not need it or ``XLA_FLAGS`` already sets the scheduler either way.
+    """
+    if not scheduler_deadlocks() or SCHEDULER_FLAG in os.environ.get("XLA_FLAGS", ""):
+        return False
+    _add_flag(f"{SCHEDULER_FLAG}=false")
+    return True
 
 
 def cores_as_devices() -> int:
@@ -51,10 +88,9 @@ def cores_as_devices() -> int:
     Returns:
         The device count set (or the one already in ``XLA_FLAGS``).
     """
-    flags = os.environ.get("XLA_FLAGS", "")
-    for flag in flags.split():
+    for flag in os.environ.get("XLA_FLAGS", "").split():
         if flag.startswith(DEVICE_COUNT_FLAG + "="):
             return int(flag.partition("=")[2])
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_COUNT_FLAG}={cores or 1}".strip()
+    _add_flag(f"{DEVICE_COUNT_FLAG}={cores or 1}")
     return cores or 1

@@ -13,11 +13,15 @@ __all__ = ["FastCompile"]
 class FastCompile:
     """A jitted function compiled with lighter XLA options when called at the top level.
 
-    JAX accepts ``compiler_options`` only on an outermost ``jit``, so inside another
-    transformation (``jit``, ``vmap``, ``eval_shape``) this calls the plain jitted function
-    instead: composable like any jitted function, and quicker to compile when called
-    directly. Used for programs that run rarely (``init``, evaluation), and for training
-    programs at a level that runs them as fast (DQN, SAC).
+    JAX accepts ``compiler_options`` only on an outermost ``jit``. Called with a traced
+    argument (inside ``jit``, ``vmap``, ``grad``, ``eval_shape``), this calls the plain jitted
+    function instead: composable like any jitted function, and quicker to compile when
+    called directly. Called inside a transformation with concrete arguments only (values
+    closed over by the outer function), JAX refuses the options with a ``ValueError`` while
+    tracing, before anything runs, and the plain function is traced instead; an error of the
+    function itself is raised again by that second trace. Used for programs that run rarely
+    (``init``, evaluation), and for training programs at a level that runs them as fast
+    (DQN, SAC).
     """
 
     def __init__(self, fn: Any, cpu_level: int) -> None:
@@ -27,12 +31,14 @@ class FastCompile:
         self._fast = jax.jit(fn, compiler_options=options) if options else self._plain
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from jax._src import core  # trace_state_clean has no public alias in jax 0.10
-
-        inside = not core.trace_state_clean() or any(
+        if self._fast is self._plain or any(
             isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs))
-        )
-        return (self._plain if inside else self._fast)(*args, **kwargs)
+        ):
+            return self._plain(*args, **kwargs)
+        try:
+            return self._fast(*args, **kwargs)
+        except ValueError:
+            return self._plain(*args, **kwargs)
 
     def lower(self, *args: Any) -> Any:
         """The top-level program, lowered (as ``jax.jit(...).lower``)."""

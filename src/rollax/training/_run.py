@@ -136,10 +136,19 @@ def env_params_for(agent: Agent, run_config: RunConfig) -> Any:
         raise ValueError(f"--env-params for {run_config.env}: {e}") from None
 
 
-def enable_compilation_cache() -> Path:
-    """Point JAX's persistent compilation cache at rollax's cache directory."""
+def compilation_cache_dir() -> Path:
+    """rollax's directory for JAX's persistent compilation cache (not created here).
+
+    ``$ROLLAX_CACHE_DIR`` if set, else ``rollax/jax`` under ``$XDG_CACHE_HOME`` (default
+    ``~/.cache``).
+    """
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rollax" / "jax"
-    path = Path(os.environ.get("ROLLAX_CACHE_DIR", default))
+    return Path(os.environ.get("ROLLAX_CACHE_DIR", default))
+
+
+def enable_compilation_cache() -> Path:
+    """Point JAX's persistent compilation cache at :func:`compilation_cache_dir`."""
+    path = compilation_cache_dir()
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
