@@ -9,7 +9,7 @@ CORE_STAMP := $(VENV)/.rollax-core
 DOCS_STAMP := $(VENV)/.rollax-docs
 DEV_STAMP := $(VENV)/.rollax-dev
 
-.PHONY: install install-dev demo test test-fast lint format docs bench constraints clean
+.PHONY: install install-dev demo test test-fast lint format docs bench gpu-wheels constraints clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/adapters.py
 	$(PY) benchmarks/buffers.py
 	$(PY) benchmarks/offpolicy.py
+
+## make gpu-wheels: the wheels benchmarks/gpu.py needs on a lent GPU machine (Python 3.12,
+## no registry) beyond the packages it has, downloaded into .whl/ (benchmarks/gpu_wheels.sh).
+gpu-wheels:
+	bash benchmarks/gpu_wheels.sh .whl 3.12
 
 constraints: $(DEV_STAMP)
 	{ sed -n '1,2p' constraints.txt; $(PIP) freeze --exclude-editable | grep -v '^rollax'; } > constraints.new

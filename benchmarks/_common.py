@@ -48,7 +48,7 @@ def random_actions(num_steps: int, num_envs: int, num_actions: int = 2) -> jax.A
 def rollax_rollout(env: Any, actions: jax.Array) -> Callable[[], tuple]:
     """A jitted rollout of a rollax ``VecEnv`` replaying ``actions`` (leading time axis) in a
     ``lax.scan`` from a fixed reset. Returns a zero-argument function giving
-    ``(final_state, episodes_finished)``, like :func:`gymnax_cartpole`."""
+    ``(final_state, episodes_finished)``, like :func:`gymnax_rollout`."""
     state, _ = env.reset(jax.random.key(0))
 
     @jax.jit
@@ -64,13 +64,19 @@ def rollax_rollout(env: Any, actions: jax.Array) -> Callable[[], tuple]:
 
 
 def gymnax_cartpole(num_envs: int, num_steps: int) -> Callable[[], tuple]:
-    """A jitted rollout of gymnax's CartPole-v1 under ``vmap`` with its own autoreset (a reset
+    """:func:`gymnax_rollout` of gymnax's CartPole-v1."""
+    return gymnax_rollout("CartPole-v1", num_envs, num_steps)
+
+
+def gymnax_rollout(env_id: str, num_envs: int, num_steps: int) -> Callable[[], tuple]:
+    """A jitted rollout of gymnax's ``env_id`` under ``vmap`` with its own autoreset (a reset
     computed every step; the caller splits one key per environment per step, as gymnax's API
-    requires). Returns a zero-argument function giving ``(final_state, episodes_finished)``."""
+    requires), replaying :func:`random_actions`. Returns a zero-argument function giving
+    ``(final_state, episodes_finished)``."""
     import gymnax
 
-    env, params = gymnax.make("CartPole-v1")
-    actions = random_actions(num_steps, num_envs)
+    env, params = gymnax.make(env_id)
+    actions = random_actions(num_steps, num_envs, int(env.action_space(params).n))
     keys = jax.random.split(jax.random.key(0), num_envs)
     _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))

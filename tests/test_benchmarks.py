@@ -175,3 +175,14 @@ def test_worlds_benchmark_ends_with_json():
         for variant in ("rollax pool", "jumanji AutoResetWrapper"):
             assert {"steps_per_s", "freshness", "episodes"} <= set(row[f"{regime} | {variant}"])
     assert row["limit 2 | rollax pool"]["freshness"] == 1.0
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
+    # What a session lent a GPU runs first: every section must get there without an error.
+    report = _report("gpu.py", "--tiny --repeats 1", timeout=900)
+    sections = {"stepping", "ppo", "offpolicy", "craftax", "pixels", "sweep"}
+    assert report["backend"] == "cpu" and report["tiny"] is True
+    assert {name: report[name].get("error") for name in sections} == dict.fromkeys(sections)
+    assert report["stepping"]["CartPole-v1@64"]["gymnax"] > 0
+    assert set(report["sweep"]) >= {"rollax_wall_s", "rejax_wall_s", "members"}

@@ -1,0 +1,378 @@
+"""rollax on one accelerator, every figure beside its peer's, in one script under 5 minutes.
+
+Written for a GPU lent for a few minutes (an H100 runs the whole script in under 5), with
+the peers in the same process. Sections (``--only`` runs some of them):
+
+- ``stepping``: CartPole-v1 and Breakout-MinAtar at 4,096 and 65,536 environments: rollax's
+  default reset strategy on this backend, every fresh strategy and no reset at all (the
+  floor), against gymnax under ``vmap`` with its own autoreset. Random actions from one
+  table, a jitted ``lax.scan``; medians of ``--repeats``, compilation excluded.
+- ``ppo``: CartPole time to 475 with rejax's settings, 16 seeds in one program each
+  (compile + training until every seed's evaluation reaches 475), and Breakout-MinAtar's
+  wall time for 1M steps per seed with gymnax-blines' settings, 16 seeds, against rejax.
+- ``offpolicy``: DQN on CartPole and SAC on Pendulum, time to threshold, against rejax.
+- ``craftax``: PPO steps/s on Craftax-Classic-Symbolic with the Craftax authors' settings
+  (1,024 environments x 64 steps, 3 x 512 networks; rollax's PPO runs them, as the authors'
+  code is not a package) and with rollax's preset.
+- ``pixels``: PPO from pixels on PixelCartPole-v1 to a return of 400, compile included.
+- ``sweep``: a 64-member PPO sweep on CartPole in one program (8 learning rates x 8 entropy
+  bonuses), against rejax's PPO mapped over 64 keys for the same steps (rejax's
+  hyperparameters are not data, so its 64 runs share one).
+
+Each section prints one JSON line as it finishes (``{"section": ..., ...}``), so a run cut
+off still returns what it measured; a section that fails prints its error and the others
+go on. The last line is one JSON object with every figure, the device and the versions.
+``--tiny`` runs every section at toy sizes on the CPU (a smoke test, ``tests/test_benchmarks.py``).
+
+The lent machines have JAX but not every peer: ``make gpu-wheels`` downloads the missing
+wheels for their Python (see the Benchmarks page, "On a GPU").
+
+Usage:
+    python benchmarks/gpu.py [--only stepping ppo ...] [--tiny] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import importlib.metadata
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from _common import Timed, gymnax_rollout, median_seconds, random_actions, rollax_rollout
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """How much each section does: the full sizes for a GPU, the tiny ones for a CPU check."""
+
+    step_envs: tuple[int, ...] = (4_096, 65_536)
+    """Batch sizes of the stepping section."""
+    step_steps: int = 1_000
+    """Steps per timed rollout."""
+    ppo_seeds: int = 16
+    """Seeds in one program (PPO sections)."""
+    cartpole_total: int = 100_000
+    """CartPole's PPO budget per seed (rejax's)."""
+    cartpole_chunk: int = 5_000
+    """Steps between evaluations on CartPole."""
+    minatar_steps: int = 1_048_576
+    """Breakout-MinAtar's budget per seed."""
+    episodes: int = 32
+    """Evaluation episodes."""
+    dqn_total: int = 100_000
+    """DQN's budget on CartPole."""
+    dqn_chunk: int = 5_000
+    """DQN's steps between evaluations."""
+    sac_total: int = 10_000
+    """SAC's budget on Pendulum."""
+    sac_chunk: int = 1_000
+    """SAC's steps between evaluations."""
+    craftax_iterations: int = 4
+    """Timed PPO iterations on Craftax (after one that compiles)."""
+    craftax_envs: int = 1_024
+    """Environments on Craftax (the authors' 1,024)."""
+    pixel_cap_s: float = 60.0
+    """Training seconds allowed to reach the pixel target."""
+    pixel_chunk: int = 16_384
+    """Pixel PPO's steps between evaluations."""
+    sweep_values: int = 8
+    """Values per swept hyperparameter (a grid of values x values members)."""
+    sweep_steps: int = 0
+    """Steps per member (0: the CartPole preset's budget)."""
+
+
+TINY = Sizes(
+    step_envs=(64,),
+    step_steps=20,
+    ppo_seeds=2,
+    cartpole_total=1_000,
+    cartpole_chunk=500,
+    minatar_steps=2_048,
+    episodes=2,
+    dqn_total=1_000,
+    dqn_chunk=500,
+    sac_total=400,
+    sac_chunk=200,
+    craftax_iterations=1,
+    craftax_envs=8,
+    pixel_cap_s=1.0,
+    pixel_chunk=1_024,
+    sweep_values=2,
+    sweep_steps=2_048,
+)
+
+CARTPOLE_TARGET = 475.0
+STRATEGIES = ("every_step", "pool", "compact", "on_done")
+
+
+# ---------------------------------------------------------------------------- stepping
+
+
+def _steps_per_s(env: Any, actions: jax.Array, repeats: int) -> float:
+    """Steps/s of ``env`` replaying ``actions`` (steps, envs) in one jitted scan."""
+    return actions.size / median_seconds(rollax_rollout(env, actions), repeats)
+
+
+def stepping(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """Steps/s of each variant at each size, and rollax's default over gymnax."""
+    import rollax
+    from rollax.envs import default_reset_strategy
+
+    out: dict[str, Any] = {}
+    for env_id, gymnax_id in (("CartPole-v1", "CartPole-v1"), ("gymnax/Breakout-MinAtar",
+                                                                "Breakout-MinAtar")):  # fmt: skip
+        for n in sizes.step_envs:
+            steps = sizes.step_steps
+            row: dict[str, Any] = {}
+            default = rollax.make(env_id, num_envs=n)
+            row["default_strategy"] = default.reset_strategy
+            num_actions = int(default.action_space.n)
+            actions = random_actions(steps, n, num_actions)
+            rate = functools.partial(_steps_per_s, actions=actions, repeats=repeats)
+            row["rollax_default"] = rate(default)
+            for strategy in STRATEGIES:
+                if strategy == default.reset_strategy:
+                    row[f"rollax_{strategy}"] = row["rollax_default"]
+                    continue
+                row[f"rollax_{strategy}"] = rate(rollax.make(env_id, num_envs=n,
+                                                             reset_strategy=strategy))  # fmt: skip
+            row["rollax_no_reset"] = rate(rollax.make(env_id, num_envs=n,
+                                                      autoreset_mode="disabled"))  # fmt: skip
+            row["gymnax"] = steps * n / median_seconds(gymnax_rollout(gymnax_id, n, steps), repeats)
+            row["ratio_default_over_gymnax"] = row["rollax_default"] / row["gymnax"]
+            best = max(STRATEGIES, key=lambda s: row[f"rollax_{s}"])
+            row["fastest_strategy"] = best
+            row["ratio_fastest_over_gymnax"] = row[f"rollax_{best}"] / row["gymnax"]
+            assert row["default_strategy"] == default_reset_strategy(n, default.env.costly_reset)
+            out[f"{env_id.split('/')[-1]}@{n}"] = row
+            print(f"  {env_id} x {n:,}: default ({row['default_strategy']}) "
+                  f"{row['rollax_default']:,.0f}/s, gymnax {row['gymnax']:,.0f}/s, "
+                  f"ratio {row['ratio_default_over_gymnax']:.2f}; fastest {best} "
+                  f"{row[f'rollax_{best}']:,.0f}/s", flush=True)  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------------------- PPO
+
+
+def ppo(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """CartPole time to 475 and Breakout-MinAtar wall time, rollax against rejax."""
+    import ppo_cartpole
+    import returns
+
+    out: dict[str, Any] = {"seeds": sizes.ppo_seeds}
+    for name, solver in (("rejax", ppo_cartpole.rejax_solver),
+                         ("rollax", ppo_cartpole.rollax_solver)):  # fmt: skip
+        jax.clear_caches()
+        run = solver(0, sizes.ppo_seeds, sizes.cartpole_total, sizes.cartpole_chunk,
+                     sizes.episodes)  # fmt: skip
+        run.pop("worst_seed_return_per_chunk")
+        out[f"cartpole_{name}"] = run
+        print(f"  CartPole {name}: all {sizes.ppo_seeds} seeds at 475 after "
+              f"{run['total_s_to_solve']} s (compile {run['compile_s']:.1f} s), "
+              f"{run['seeds_solved_at_end']} at the end", flush=True)  # fmt: skip
+    r, j = out["cartpole_rollax"]["total_s_to_solve"], out["cartpole_rejax"]["total_s_to_solve"]
+    out["ratio_cartpole_time_to_475"] = r / j if r and j else None
+
+    row = next(row for row in returns.ROWS if row.task == "gymnax/Breakout-MinAtar")
+    for name, run_fn in (("rejax", returns.rejax_run), ("rollax", returns.rollax_run)):
+        run = run_fn(row, sizes.minatar_steps, sizes.ppo_seeds, sizes.episodes)
+        run["mean_return"] = float(np.mean(run["returns"]))
+        run["steps_per_s"] = run["steps"] * sizes.ppo_seeds / run["wall_s"]
+        out[f"breakout_{name}"] = run
+        print(f"  Breakout-MinAtar {name}: {run['wall_s']:.1f} s for {run['steps']:,} steps x "
+              f"{sizes.ppo_seeds} seeds (compile {run['compile_s']:.1f} s), mean return "
+              f"{run['mean_return']:.1f}", flush=True)  # fmt: skip
+    out["ratio_breakout_wall"] = out["breakout_rollax"]["wall_s"] / out["breakout_rejax"]["wall_s"]
+    return out
+
+
+# ---------------------------------------------------------------------------- off-policy
+
+
+def offpolicy(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """DQN on CartPole and SAC on Pendulum: time to threshold, rollax against rejax."""
+    import offpolicy as bench
+
+    out: dict[str, Any] = {}
+    for algo, total, chunk in (("dqn", sizes.dqn_total, sizes.dqn_chunk),
+                               ("sac", sizes.sac_total, sizes.sac_chunk)):  # fmt: skip
+        bench.TASKS[algo]["total"] = total
+        for name, solver in (("rejax", bench.rejax_solver), ("rollax", bench.rollax_solver)):
+            jax.clear_caches()
+            run = solver(algo, 0, chunk, sizes.episodes)
+            out[f"{algo}_{name}"] = {k: v for k, v in run.items() if not isinstance(v, list)}
+            print(f"  {algo.upper()} {name}: threshold after {run['total_s_to_threshold']} s "
+                  f"(compile {run['compile_s']:.1f} s)", flush=True)  # fmt: skip
+        r = out[f"{algo}_rollax"]["total_s_to_threshold"]
+        j = out[f"{algo}_rejax"]["total_s_to_threshold"]
+        out[f"ratio_{algo}_time_to_threshold"] = r / j if r and j else None
+    return out
+
+
+# ---------------------------------------------------------------------------- Craftax
+
+
+def craftax(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """PPO steps/s on Craftax-Classic: the authors' settings and rollax's preset."""
+    import returns
+    from rollax.agents.ppo import PRESETS, PPOConfig, make_ppo
+
+    out: dict[str, Any] = {}
+    configs = {
+        "authors": PPOConfig(**returns.CRAFTAX_AUTHORS),
+        "preset": PRESETS[returns.CRAFTAX],
+    }
+    for name, config in configs.items():
+        config = config.replace(num_envs=min(config.num_envs, sizes.craftax_envs))
+        iteration = config.batch_size
+        config = config.replace(total_steps=iteration * (sizes.craftax_iterations + 1))
+        jax.clear_caches()
+        with Timed() as compile_t:
+            agent = make_ppo(config, returns.CRAFTAX)
+            agent.warmup()
+            state = jax.block_until_ready(agent.init(jax.random.key(0)))
+            state = jax.block_until_ready(agent.run(state, iteration)[0])
+        steps = iteration * sizes.craftax_iterations
+        with Timed() as t:
+            jax.block_until_ready(agent.run(state, steps))
+        out[name] = {
+            "num_envs": config.num_envs,
+            "num_steps": config.num_steps,
+            "compile_and_first_iteration_s": compile_t.seconds,
+            "steps_per_s": steps / t.seconds,
+        }
+        print(f"  Craftax-Classic PPO ({name}): {out[name]['steps_per_s']:,.0f} steps/s, "
+              f"compile {compile_t.seconds:.1f} s", flush=True)  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------------------- pixels
+
+
+def pixels(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """PPO from pixels to 400 on PixelCartPole-v1: compile included."""
+    import pixels as bench
+
+    jax.clear_caches()
+    run = bench.pixel_cartpole_time_to(
+        augment=False, cap_s=sizes.pixel_cap_s, chunk=sizes.pixel_chunk,
+        episodes=sizes.episodes, seed=0,
+    )  # fmt: skip
+    run["target"] = bench.PIXEL_TARGET
+    return run
+
+
+# ---------------------------------------------------------------------------- sweep
+
+
+def sweep(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """A values x values PPO sweep in one program against rejax over as many keys."""
+    import ppo_cartpole
+    from rollax.agents.ppo import PRESETS, make_ppo
+
+    k = sizes.sweep_values
+    lrs = ",".join(f"{lr:.2e}" for lr in np.geomspace(5e-4, 1e-2, k))
+    ents = ",".join(f"{e:.3g}" for e in np.linspace(0.0, 0.02, k))
+    preset = PRESETS["CartPole-v1"]
+    steps = sizes.sweep_steps or preset.total_steps
+    steps = max(steps // preset.batch_size, 1) * preset.batch_size
+    config = preset.replace(total_steps=steps, sweep=(f"learning_rate={lrs}", f"ent_coef={ents}"))
+    jax.clear_caches()
+    with Timed() as t:
+        agent = make_ppo(config, "CartPole-v1")
+        state = agent.init(jax.random.key(0))
+        state, _ = agent.run(state, steps)
+        jax.block_until_ready(state)
+    members = k * k
+    returns = np.asarray(agent.evaluate(state, jax.random.key(1), sizes.episodes, False))
+    out: dict[str, Any] = {
+        "members": members,
+        "steps_per_member": steps,
+        "rollax_wall_s": t.seconds,
+        "rollax_member_steps_per_s": members * steps / t.seconds,
+        "rollax_members_at_475": int((returns.mean(axis=-1) >= CARTPOLE_TARGET).sum()),
+    }
+
+    algo, _, _ = ppo_cartpole._rejax_ppo(steps)
+    keys = jax.random.split(jax.random.key(0), members)
+    jax.clear_caches()
+    with Timed() as t:
+        train = jax.jit(jax.vmap(lambda key: algo.train(key)[0])).lower(keys).compile()
+        jax.block_until_ready(train(keys))
+    out["rejax_wall_s"] = t.seconds
+    out["rejax_member_steps_per_s"] = members * steps / t.seconds
+    out["ratio_wall"] = out["rollax_wall_s"] / out["rejax_wall_s"]
+    print(f"  {members}-member sweep: rollax {out['rollax_wall_s']:.1f} s "
+          f"({out['rollax_members_at_475']} members at 475), rejax x {members} keys "
+          f"{out['rejax_wall_s']:.1f} s", flush=True)  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------------------- main
+
+SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
+    "stepping": stepping,
+    "ppo": ppo,
+    "offpolicy": offpolicy,
+    "craftax": craftax,
+    "pixels": pixels,
+    "sweep": sweep,
+}
+
+
+def versions() -> dict[str, str | None]:
+    """The versions of JAX and of every library measured."""
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for name in ("rollax", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "flax",
+                 "optax", "gymnax", "rejax", "craftax"):  # fmt: skip
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
+    parser.add_argument("--tiny", action="store_true", help="toy sizes: a check on the CPU")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    sizes = TINY if args.tiny else Sizes()
+    device = jax.devices()[0]
+    report: dict[str, Any] = {
+        "device": device.device_kind,
+        "backend": jax.default_backend(),
+        "device_count": jax.device_count(),
+        "versions": versions(),
+        "tiny": args.tiny,
+    }
+    print(f"{device.device_kind} ({jax.default_backend()}), jax {jax.__version__}", flush=True)
+    start = time.perf_counter()
+    for name in args.only:
+        print(f"[{name}]", flush=True)
+        section_start = time.perf_counter()
+        try:
+            result = SECTIONS[name](sizes, args.repeats)
+        except Exception as e:  # one section's failure leaves the others' figures
+            traceback.print_exc()
+            result = {"error": f"{type(e).__name__}: {e}"}
+        result["section_s"] = time.perf_counter() - section_start
+        report[name] = result
+        print(json.dumps({"section": name, **result}), flush=True)
+    report["total_s"] = time.perf_counter() - start
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
