@@ -8,7 +8,8 @@ the peers in the same process. Sections (``--only`` runs some of them):
   floor), against gymnax under ``vmap`` with its own autoreset. Random actions from one
   table, a jitted ``lax.scan``; medians of ``--repeats``, compilation excluded.
 - ``ppo``: CartPole time to 475 with rejax's settings, 16 seeds in one program each
-  (compile + training until every seed's evaluation reaches 475), and Breakout-MinAtar's
+  (compile + training until half the seeds, and until every seed, evaluate at 475, within
+  rejax's 100k-step budget), and Breakout-MinAtar's
   wall time for 1M steps per seed with gymnax-blines' settings, 16 seeds, against rejax.
 - ``offpolicy``: DQN on CartPole and SAC on Pendulum, time to threshold, against rejax.
 - ``craftax``: PPO steps/s on Craftax-Classic-Symbolic with the Craftax authors' settings
@@ -164,6 +165,19 @@ def stepping(sizes: Sizes, repeats: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- PPO
 
 
+def _time_to_half(run: dict[str, Any], seeds: int) -> float | None:
+    """Compile + training seconds until at least half the seeds evaluate at 475 (None: never).
+
+    With 16 seeds the slowest seed decides "all solved", and may never get there in the
+    budget; half of them is the median seed's time.
+    """
+    pairs = zip(run["seeds_solved_per_chunk"], run["train_s_per_chunk"], strict=True)
+    for solved, train_s in pairs:
+        if 2 * solved >= seeds:
+            return run["compile_s"] + train_s
+    return None
+
+
 def ppo(sizes: Sizes, repeats: int) -> dict[str, Any]:
     """CartPole time to 475 and Breakout-MinAtar wall time, rollax against rejax."""
     import ppo_cartpole
@@ -176,12 +190,14 @@ def ppo(sizes: Sizes, repeats: int) -> dict[str, Any]:
         run = solver(0, sizes.ppo_seeds, sizes.cartpole_total, sizes.cartpole_chunk,
                      sizes.episodes)  # fmt: skip
         run.pop("worst_seed_return_per_chunk")
+        run["half_s_to_solve"] = _time_to_half(run, sizes.ppo_seeds)
         out[f"cartpole_{name}"] = run
-        print(f"  CartPole {name}: all {sizes.ppo_seeds} seeds at 475 after "
-              f"{run['total_s_to_solve']} s (compile {run['compile_s']:.1f} s), "
-              f"{run['seeds_solved_at_end']} at the end", flush=True)  # fmt: skip
-    r, j = out["cartpole_rollax"]["total_s_to_solve"], out["cartpole_rejax"]["total_s_to_solve"]
-    out["ratio_cartpole_time_to_475"] = r / j if r and j else None
+        print(f"  CartPole {name}: half of {sizes.ppo_seeds} seeds at 475 after "
+              f"{run['half_s_to_solve']} s, all after {run['total_s_to_solve']} s (compile "
+              f"{run['compile_s']:.1f} s), {run['seeds_solved_at_end']} at the end",
+              flush=True)  # fmt: skip
+    r, j = out["cartpole_rollax"]["half_s_to_solve"], out["cartpole_rejax"]["half_s_to_solve"]
+    out["ratio_cartpole_half_time_to_475"] = r / j if r and j else None
 
     row = next(row for row in returns.ROWS if row.task == "gymnax/Breakout-MinAtar")
     for name, run_fn in (("rejax", returns.rejax_run), ("rollax", returns.rollax_run)):

@@ -95,6 +95,7 @@ def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> d
     a batch of seeds trains the whole budget and also reports the time for all of it.
     """
     train_seconds, steps, worst, solved_seeds = 0.0, 0, [], 0
+    solved_per_chunk, train_s_per_chunk = [], []
     key = jax.random.key(10_000 + seed)
     solved_at = solved_train_s = None
     while steps < total:
@@ -107,6 +108,8 @@ def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> d
         means = returns.reshape(-1, returns.shape[-1]).mean(axis=-1)
         worst.append(float(means.min()))
         solved_seeds = int((means >= SOLVED).sum())
+        solved_per_chunk.append(solved_seeds)
+        train_s_per_chunk.append(train_seconds)
         if solved_at is None and solved_seeds == means.size:
             solved_at, solved_train_s = steps, train_seconds
             if means.size == 1:
@@ -122,6 +125,8 @@ def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> d
         "total_s": compile_seconds + train_seconds,
         "seeds_solved_at_end": solved_seeds,
         "worst_seed_return_per_chunk": worst,
+        "seeds_solved_per_chunk": solved_per_chunk,
+        "train_s_per_chunk": train_s_per_chunk,
     }
 
 
