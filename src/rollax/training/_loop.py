@@ -1,7 +1,7 @@
 """The loop that trains a run: chunks of ``agent.run``, metrics, checkpoints and stops.
 
 It trains in chunks of ``log_every`` steps. After each chunk it writes a metrics row, then a
-checkpoint when one is due. Three things end a run early:
+checkpoint when one is due. Four things end a run early:
 
 - SIGTERM or SIGINT (preemption, Ctrl-C): a checkpoint is saved and the process exits with
   status ``128 + signal``; ``rollax resume`` continues bit for bit. In a multi-process run a
@@ -10,8 +10,11 @@ checkpoint when one is due. Three things end a run early:
 - A non-finite loss or parameter (:class:`TrainingDiverged`): the state that diverged is
   never saved, so no bad checkpoint can push a good one out; the last finite state is saved
   instead (if it was not already) and the run stops with a message.
-- A kill: at most the work since the last checkpoint is lost; Orbax writes each checkpoint
-  under a temporary name, so none is ever half-written.
+- A kill: at most the work since the last checkpoint is lost. Every file is left whole or
+  absent (checkpoints too: Orbax writes each under a temporary name and renames it when
+  complete), except the last ``metrics.csv`` row or TensorBoard event, which a kill can cut
+  short and every reader leaves out; ``rollax resume`` drops that row, and the rows and
+  events past the checkpoint it continues from.
 - A callback that asks to stop (returns ``False``): a checkpoint is saved and the run ends
   without its final evaluation; ``rollax resume`` (or :func:`rollax.training.resume` with
   the same callback) continues it.
@@ -138,14 +141,17 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     directory = run.directory
     csv_sink = CsvSink(directory.metrics, fields)
     scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
-    tensorboard = TensorBoardSink(directory.tensorboard, scalars, run.env_steps or None)
+    # Resumed: TensorBoard hides what an earlier session logged past the checkpoint (which is
+    # logged again), as resume drops those rows of metrics.csv; a new run hides nothing.
+    purge_step = run.env_steps + 1
+    tensorboard = TensorBoardSink(directory.tensorboard, scalars, purge_step)
     # A sweep's grid points are TensorBoard runs of their own: tb/<point>/.
     points = point_labels(run.config.sweep)
     point_boards = [
         TensorBoardSink(
             directory.tensorboard / label.replace(" ", ","),
             ("episode_return", *run.agent.metric_names),
-            run.env_steps or None,
+            purge_step,
         )
         for label in points
     ]

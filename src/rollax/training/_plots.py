@@ -12,7 +12,6 @@ counted, so the time axis compares what the runs' training programs cost.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import io
 import math
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from rollax import stats
-from rollax.training._run_dir import RunDirectory, write_atomic
+from rollax.training._run_dir import RunDirectory, read_metrics, write_atomic
 from rollax.training._sinks import seed_return_fields
 from rollax.training._sweep import point_labels
 
@@ -110,11 +109,8 @@ def _read_curves(directory: Path) -> list[_Curve]:
     labels = point_labels(sweep)
     if not run.metrics.is_file():
         return []
-    with run.metrics.open(newline="") as f:
-        reader = csv.DictReader(f)
-        columns = reader.fieldnames or []
-        # A run still training may be writing its last line: a row missing cells is left out.
-        rows = [r for r in reader if None not in r.values()]
+    # A run still training (or killed) may have written its last line in part: left out.
+    columns, rows = read_metrics(run.metrics)
     needed = ("env_steps", "steps_per_second", "episode_return")
     missing = [c for c in needed if c not in columns]
     if missing:

@@ -10,8 +10,11 @@ A run directory holds everything about one run::
       checkpoints/     Orbax checkpoints, one directory per environment step
       eval.json        returns of the final policy (after the budget is spent)
 
-JSON and PNG files are written to a temporary file and renamed; ``metrics.csv`` rows are
-only appended (resume drops rows past the checkpoint it continues). With several JAX
+A kill at any instant leaves every file whole or absent (see :mod:`rollax._files`): JSON and
+PNG files and the header of ``metrics.csv`` are written to a temporary file, synced and
+renamed; ``metrics.csv`` rows are only appended, each flushed, so a kill can cut short the
+last one, which every reader leaves out and resume drops (with the rows past the checkpoint
+it continues from). Resume also removes the temporary files a kill left. With several JAX
 processes only process 0 writes.
 """
 
@@ -21,13 +24,15 @@ import csv
 import dataclasses
 import io
 import json
-import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
 
-__all__ = ["RunDirectory", "is_writer", "write_atomic"]
+from rollax import _files
+
+__all__ = ["RunDirectory", "csv_line", "is_writer", "read_metrics", "write_atomic"]
 
 
 def is_writer() -> bool:
@@ -36,12 +41,44 @@ def is_writer() -> bool:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    if not is_writer():
-        return
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """Write ``data`` to ``path`` whole (:func:`rollax._files.write_atomic`), on process 0."""
+    if is_writer():
+        _files.write_atomic(path, data)
+
+
+def csv_line(cells: Sequence[Any]) -> str:
+    """One line of ``metrics.csv``, ending in a line feed as every line of it does."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(cells)
+    return out.getvalue()
+
+
+def read_metrics(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The columns and the complete rows of a ``metrics.csv`` (none for a missing file).
+
+    What a kill or an earlier version can leave is tolerated: a last line without its line
+    end (a row, or a header, cut short) is left out, and so are blank lines (versions before
+    the header was written whole could start the file with one). No header: no columns.
+
+    Raises:
+        ValueError: a row whose cells do not match the header, naming the file and line.
+    """
+    if not path.is_file():
+        return [], []
+    with path.open(newline="") as f:
+        text = f.read()
+    complete = text[: text.rfind("\n") + 1]  # a kill may have cut the last line short
+    lines = [(n, cells) for n, cells in enumerate(csv.reader(io.StringIO(complete)), 1) if cells]
+    if not lines:
+        return [], []
+    (_, header), rows = lines[0], lines[1:]
+    for n, cells in rows:
+        if len(cells) != len(header):
+            raise ValueError(
+                f"{path}, line {n}: {len(cells)} cells where the header has {len(header)}; "
+                f"the file was changed by something other than rollax."
+            )
+    return header, [dict(zip(header, cells, strict=True)) for _, cells in rows]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +127,9 @@ class RunDirectory:
 
     def write_config(self, config: dict[str, Any]) -> None:
         """Write ``config.json`` atomically (creating the directory)."""
-        if is_writer():
-            self.path.mkdir(parents=True, exist_ok=True)
+        if is_writer() and not self.path.is_dir():
+            self.path.mkdir(parents=True)
+            _files.wrote(self.path)
         write_atomic(self.config, json.dumps(config, indent=2).encode())
 
     def read_config(self) -> dict[str, Any]:
@@ -114,15 +152,35 @@ class RunDirectory:
         return stored
 
     def truncate_metrics(self, env_steps: int) -> None:
-        """Drop ``metrics.csv`` rows logged after ``env_steps`` (training goes on from there)."""
-        if not self.metrics.is_file():
+        """Keep the complete ``metrics.csv`` rows up to ``env_steps`` (training goes on there).
+
+        Rows logged after ``env_steps`` and a row a kill cut short are dropped; a file
+        without a header is left for the metrics sink to start again.
+
+        Raises:
+            ValueError: a header without ``env_steps``, or a row whose ``env_steps`` is not a
+                whole number (naming the file and what is wrong).
+        """
+        fields, rows = read_metrics(self.metrics)
+        if not fields:
             return
-        with self.metrics.open(newline="") as f:
-            reader = csv.DictReader(f)
-            fields = reader.fieldnames or []
-            rows = [row for row in reader if int(row["env_steps"]) <= env_steps]
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")  # the metrics sink's line ending
-        writer.writerow(fields)
-        writer.writerows([row[k] for k in fields] for row in rows)
-        write_atomic(self.metrics, out.getvalue().encode())
+        if "env_steps" not in fields:
+            raise ValueError(f"{self.metrics}: its header lacks the column env_steps.")
+        kept = []
+        for row in rows:
+            try:
+                steps = int(row["env_steps"])
+            except ValueError:
+                raise ValueError(
+                    f"{self.metrics}: a row's env_steps, {row['env_steps']!r}, is not a whole "
+                    "number; the file was changed by something other than rollax."
+                ) from None
+            if steps <= env_steps:
+                kept.append(csv_line([row[k] for k in fields]))
+        write_atomic(self.metrics, (csv_line(fields) + "".join(kept)).encode())
+
+    def discard_temporaries(self) -> None:
+        """Remove the temporary files a killed write left here (``.NAME.tmp-PID.EXT``)."""
+        if is_writer():
+            for stale in self.path.glob(".*.tmp-*"):
+                stale.unlink(missing_ok=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from rollax.training._run_dir import is_writer
+from rollax._files import wrote
+from rollax.training._run_dir import csv_line, is_writer, read_metrics, write_atomic
 from rollax.training._sweep import point_labels
 
 __all__ = ["CsvSink", "MetricSink", "TensorBoardSink", "seed_return_fields"]
@@ -44,9 +44,11 @@ class MetricSink(Protocol):
 class CsvSink:
     """Rows appended to a CSV file, flushed after each, so a kill loses at most one row.
 
-    A file that exists already keeps its header: rows continue in its columns, so a run
-    resumed by a version that logs more columns stays one readable table (a column it lacks
-    is not written, a column the rows lack is left empty).
+    The header is written whole before any row (a kill leaves it or no file); a kill while
+    a row is written can cut that row short, which readers leave out (:func:`read_metrics`).
+    A file with a header already keeps it: rows continue in its columns, so a run resumed by
+    a version that logs more columns stays one readable table (a column it lacks is not
+    written, a column the rows lack is left empty).
 
     Args:
         path: The file; a new one gets a header of ``fields``.
@@ -58,21 +60,19 @@ class CsvSink:
         self._file = None
         if not is_writer():
             return
-        header = None
-        if path.is_file():
-            with path.open(newline="") as f:
-                header = next(csv.reader(f), None)
-        self._file = path.open("a", newline="")
-        self._rows = csv.writer(self._file, lineterminator="\n")  # as truncate_metrics
+        self._path = path
+        header, _ = read_metrics(path)
         if header:
             self.fields = tuple(header)
-        else:
-            self._rows.writerow(self.fields)
+        else:  # a new file, or one a kill left without a whole header
+            write_atomic(path, csv_line(self.fields).encode())
+        self._file = path.open("a", newline="")
 
     def write(self, step: int, row: dict[str, Any]) -> None:
         if self._file is not None:
-            self._rows.writerow([row.get(k, "") for k in self.fields])
+            self._file.write(csv_line([row.get(k, "") for k in self.fields]))
             self._file.flush()
+            wrote(self._path)
 
     def close(self) -> None:
         if self._file is not None:
@@ -81,12 +81,16 @@ class CsvSink:
 
 
 class TensorBoardSink:
-    """Scalars under ``train/<name>`` in TensorBoard event files.
+    """Scalars under ``train/<name>`` in TensorBoard event files, flushed after each row.
+
+    Event files are only appended to, a new one per session; a kill can cut the last event
+    short, which TensorBoard's reader skips.
 
     Args:
         path: The event files' directory.
         fields: The columns written (empty values are skipped).
-        purge_step: On resume, TensorBoard drops what an earlier session logged past this.
+        purge_step: TensorBoard hides what earlier sessions logged at this step or later
+            (``None``: nothing is hidden).
     """
 
     def __init__(self, path: Path, fields: Sequence[str], purge_step: int | None) -> None:
@@ -96,16 +100,25 @@ class TensorBoardSink:
             from tensorboardX import SummaryWriter
 
             self._writer = SummaryWriter(str(path), purge_step=purge_step)
+            self._flush()
 
     def write(self, step: int, row: dict[str, Any]) -> None:
-        for name in self.fields:
-            if row.get(name, "") != "":
-                self.scalar(f"train/{name}", float(row[name]), step)
+        if self._writer is not None:
+            for name in self.fields:
+                if row.get(name, "") != "":
+                    self._writer.add_scalar(f"train/{name}", float(row[name]), step)
+            self._flush()
 
     def scalar(self, tag: str, value: float, step: int) -> None:
         """One scalar under its full tag (``"eval/deterministic_return"``)."""
         if self._writer is not None:
             self._writer.add_scalar(tag, value, step)
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write out what was added (TensorBoard then shows as much as ``metrics.csv``)."""
+        self._writer.flush()
+        wrote(Path(self._writer.logdir))
 
     def close(self) -> None:
         if self._writer is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax._files import publish, temporary_path
 from rollax.envs import VecEnv
 from rollax.spaces import is_image_key
 from rollax.training._agent import Agent
@@ -73,19 +73,21 @@ def write_video(
     path = check_video_path(path)
     frames, episode_return = record_episode(agent, state, key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
-    if path.suffix.lower() == ".gif":
-        iio.imwrite(tmp, frames, duration=1000 / fps, loop=0)
-    else:
-        try:
-            iio.imwrite(tmp, frames, fps=fps, codec="libx264", macro_block_size=1)
-        except Exception as e:  # imageio raises ImportError or its own error without ffmpeg
-            tmp.unlink(missing_ok=True)
-            raise ValueError(
-                f"Writing {path.name} needs imageio-ffmpeg (pip install 'rollax[video]'); "
-                f"a .gif needs nothing more ({type(e).__name__}: {e})."
-            ) from e
-    os.replace(tmp, path)
+    tmp = temporary_path(path)
+    try:
+        if path.suffix.lower() == ".gif":
+            iio.imwrite(tmp, frames, duration=1000 / fps, loop=0)
+        else:
+            try:
+                iio.imwrite(tmp, frames, fps=fps, codec="libx264", macro_block_size=1)
+            except Exception as e:  # imageio raises ImportError or its own error without ffmpeg
+                raise ValueError(
+                    f"Writing {path.name} needs imageio-ffmpeg (pip install 'rollax[video]'); "
+                    f"a .gif needs nothing more ({type(e).__name__}: {e})."
+                ) from e
+        publish(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path, episode_return
 
 
