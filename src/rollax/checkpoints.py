@@ -2,10 +2,13 @@
 
 A checkpoint is one directory per step under a root directory, written by Orbax (arrays in
 its own format, the configuration as JSON), first to a temporary name and renamed when
-complete: an interrupted save never shadows the previous checkpoint. Restoring checks the
-stored arrays against the state the caller expects (built with ``jax.eval_shape`` of the
-trainer's ``init``), so a checkpoint from another configuration or environment is a clear
-error instead of silently wrong arrays.
+complete: an interrupted save never shadows the previous checkpoint. Old checkpoints are
+renamed away before they are deleted, so a kill never leaves one half-deleted either. What
+an interrupted save or deletion leaves is ignored; :meth:`Checkpointer.tidy` removes it, and
+the old checkpoints a kill kept from being deleted. Restoring checks the stored arrays
+against the state the caller expects (built with ``jax.eval_shape`` of the trainer's
+``init``), so a checkpoint from another configuration or environment is a clear error
+instead of silently wrong arrays.
 
 Typed PRNG keys are stored as their raw key data with the name of their implementation and
 wrapped again on restore, so restoring gives exactly the keys that were saved.
@@ -18,6 +21,7 @@ which may be another layout than the one that saved them: nothing passes through
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+
+from rollax._files import wrote
 
 __all__ = ["CheckpointError", "Checkpointer"]
 
@@ -58,6 +64,11 @@ def _path_names(tree: Any) -> list[str]:
     ]
 
 
+_INCOMPLETE = ".orbax-checkpoint-tmp"
+"""In the name of a directory that is no complete checkpoint: Orbax's suffix for a save in
+progress, which Orbax never lists as a step (a checkpoint being deleted takes it too)."""
+
+
 class Checkpointer:
     """Saves and restores training states under one directory, one subdirectory per step.
 
@@ -71,11 +82,11 @@ class Checkpointer:
         if isinstance(max_to_keep, bool) or not isinstance(max_to_keep, int) or max_to_keep < 1:
             raise ValueError(f"max_to_keep must be a positive integer, got {max_to_keep!r}.")
         self.directory = Path(directory).absolute()
+        self.max_to_keep = max_to_keep
         self._manager = ocp.CheckpointManager(
             self.directory,
-            options=ocp.CheckpointManagerOptions(
-                max_to_keep=max_to_keep, create=False, enable_async_checkpointing=False
-            ),
+            # Old checkpoints are deleted here (_discard), not by Orbax, which deletes in place.
+            options=ocp.CheckpointManagerOptions(create=False, enable_async_checkpointing=False),
             item_handlers={
                 "state": ocp.StandardCheckpointHandler(),
                 "config": ocp.JsonCheckpointHandler(),
@@ -97,6 +108,8 @@ class Checkpointer:
 
     def save(self, step: int, state: Any, config: dict[str, Any]) -> Path:
         """Write ``state`` and ``config`` (JSON-serializable) as the checkpoint of ``step``.
+
+        Then delete the checkpoints older than the newest ``max_to_keep``.
 
         Returns:
             The checkpoint's directory.
@@ -125,7 +138,37 @@ class Checkpointer:
             force=True,
         )
         self._manager.wait_until_finished()
+        wrote(self.directory / str(step))
+        self._delete_old()
         return self.directory / str(step)
+
+    def tidy(self) -> None:
+        """Finish what a killed save or deletion left undone (only while none is in progress).
+
+        Deletes incomplete checkpoints (Orbax ignores them, but each can take the space of a
+        whole one) and the checkpoints older than the newest ``max_to_keep``.
+        """
+        if jax.process_index() == 0 and self.directory.is_dir():
+            for path in self.directory.glob(f"*{_INCOMPLETE}*"):
+                shutil.rmtree(path, ignore_errors=True)
+        self._delete_old()
+
+    def _delete_old(self) -> None:
+        """Delete the checkpoints older than the newest ``max_to_keep``."""
+        if jax.process_index() == 0:  # as Orbax: the primary process deletes
+            for old in self.steps()[: -self.max_to_keep]:
+                self._discard(old)
+        self._manager.reload()
+
+    def _discard(self, step: int) -> None:
+        """Delete the checkpoint of ``step``: renamed first, so it is whole or gone."""
+        path = self.directory / str(step)
+        doomed = path.with_name(f"{path.name}{_INCOMPLETE}-deleted")
+        shutil.rmtree(doomed, ignore_errors=True)  # left by a deletion that was killed
+        path.rename(doomed)
+        wrote(doomed)
+        shutil.rmtree(doomed)
+        wrote(path)
 
     def read_config(self, step: int | None = None) -> dict[str, Any]:
         """The configuration stored with a checkpoint (the newest when ``step`` is None)."""
