@@ -147,7 +147,11 @@ def compilation_cache_dir() -> Path:
 
 
 def enable_compilation_cache() -> Path:
-    """Point JAX's persistent compilation cache at :func:`compilation_cache_dir`."""
+    """Point JAX's persistent compilation cache at rollax's directory.
+
+    ``$ROLLAX_CACHE_DIR`` if set, else ``rollax/jax`` under ``$XDG_CACHE_HOME`` (default
+    ``~/.cache``), created if missing.
+    """
     path = compilation_cache_dir()
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
@@ -315,6 +319,7 @@ def load_run(
     config.validate()
     agent = algorithm.make(config, run_config.env, **run_config.make_options)
     checkpoints = Checkpointer(run_dir.checkpoints, run_config.keep_checkpoints)
+    new_budget = total_steps is not None
     if for_training:
         agent.warmup(evaluations(run_config))
     if for_training and checkpoints.latest_step() is None:
@@ -323,17 +328,26 @@ def load_run(
     else:
         template = jax.eval_shape(lambda k: agent.to_checkpoint(agent.init(k)), jax.random.key(0))
         shardings = agent.shardings(template) if agent.layout.mesh is not None else None
-        saved, _ = checkpoints.restore(template, shardings=shardings)
+        saved, stored = checkpoints.restore(template, shardings=shardings)
         state = agent.from_checkpoint(saved)
+        # A resume with a new budget writes config.json before its first checkpoint: killed
+        # in between, the newest checkpoint still holds the old budget's schedules.
+        new_budget = new_budget or _stored_budget(stored) != config.total_steps
     done = int(state.env_steps)
     if config.total_steps < done:
         raise ValueError(
             f"--total-steps {config.total_steps} is below the {done} steps this run has "
             f"already trained; give at least {done}."
         )
-    if total_steps is not None:
+    if new_budget:
         state = agent.with_budget(state, config.total_steps)
     return Run(run_dir, algorithm, config, run_config, agent, state, checkpoints)
+
+
+def _stored_budget(stored: dict[str, Any]) -> Any:
+    """The ``total_steps`` a checkpoint's configuration records (``None`` if none)."""
+    section = stored.get("config")
+    return section.get("total_steps") if isinstance(section, dict) else None
 
 
 def resume(
@@ -358,6 +372,9 @@ def resume(
         enable_compilation_cache()
     if total_steps is not None or devices is not None:
         run.directory.write_config(run.config_json())
+    # What a kill left: temporary files, incomplete checkpoints, rows past the checkpoint.
+    run.directory.discard_temporaries()
+    run.checkpoints.tidy()
     run.directory.truncate_metrics(run.env_steps)
     train_loop(run, callback)
     return run.directory.path
