@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import rollax
+from rollax.adapters.gymnax import OBS_FROM_STATE
 
 
 def test_gymnax_cartpole_steps_like_gymnax_itself():
@@ -26,6 +27,32 @@ def test_gymnax_cartpole_steps_like_gymnax_itself():
         state, reward, terminated = ours.step_env(state, action, env.default_params)
         np.testing.assert_allclose(ours.observe(state, env.default_params), want_obs, rtol=1e-6)
         assert float(reward) == float(want_reward) and bool(terminated) == bool(want_done)
+
+
+@pytest.mark.parametrize("env_id", sorted(OBS_FROM_STATE))
+def test_observations_computed_from_the_state_are_those_gymnax_returns(env_id):
+    # The adapter keeps no observation in the state of these ids: gymnax's get_obs must
+    # give what its reset and step return, over a rollout with episode ends.
+    env = rollax.make(f"gymnax/{env_id}", pixels=False)
+    ours, params = env.env, env.default_params
+    reference, ref_params = gymnax.make(env_id)
+    key = jax.random.key(0)
+    with jax.numpy_dtype_promotion("standard"):
+        want, inner = reference.reset_env(key, ref_params)
+    state = ours.reset_env(key, params).replace(inner=inner)
+    assert state.obs is None
+    for t in range(60):
+        np.testing.assert_array_equal(
+            np.asarray(ours.observe(state, params)), np.asarray(want, np.float32), err_msg=str(t)
+        )
+        action = env.action_space.sample(jax.random.key(t))
+        with jax.numpy_dtype_promotion("standard"):
+            want, inner, _, done, _ = reference.step_env(
+                jax.random.key(100 + t), state.inner, action, ref_params
+            )
+            if bool(done):
+                want, inner = reference.reset_env(jax.random.key(200 + t), ref_params)
+        state = state.replace(inner=inner)
 
 
 def test_time_limit_is_truncation_and_every_episode_starts_fresh():

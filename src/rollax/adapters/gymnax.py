@@ -28,7 +28,7 @@ from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
 from rollax.envs._base import EnvParams
 from rollax.spaces import Box, Dict, Discrete, Space
 
-__all__ = ["GymnaxEnv", "GymnaxParams", "GymnaxState"]
+__all__ = ["OBS_FROM_STATE", "GymnaxEnv", "GymnaxParams", "GymnaxState"]
 
 PREFIX = "gymnax/"
 
@@ -49,13 +49,39 @@ class GymnaxParams(EnvParams):
     inner: Any = None
 
 
+# gymnax ids whose ``get_obs(state, params)`` is exactly the observation their ``step_env``
+# and ``reset_env`` return (checked for each in tests/test_gymnax_adapter.py). For them the
+# adapter computes the observation from gymnax's state when asked instead of keeping it in
+# the state: MinAtar's 10x10xC boards then never travel through a rollout's carry, which on
+# a GPU made stepping 65,536 Breakouts memory-bound. The others (MemoryChain's observation
+# is not a function of the state alone, UmbrellaChain's needs a key) keep theirs.
+OBS_FROM_STATE = frozenset(
+    {
+        "CartPole-v1",
+        "Pendulum-v1",
+        "Acrobot-v1",
+        "MountainCar-v0",
+        "MountainCarContinuous-v0",
+        "Asterix-MinAtar",
+        "Breakout-MinAtar",
+        "Freeway-MinAtar",
+        "Seaquest-MinAtar",
+        "SpaceInvaders-MinAtar",
+        "Catch-bsuite",
+        "DeepSea-bsuite",
+    }
+)
+
+
 @pytree_dataclass
 class GymnaxState:
     """A wrapped gymnax environment's state.
 
     Attributes:
         inner: gymnax's state.
-        obs: Its current observation: float32, or uint8 ``(H, W, C)`` for an image.
+        obs: Its current observation: float32, or uint8 ``(H, W, C)`` for an image;
+            ``None`` for the environments of :data:`OBS_FROM_STATE`, whose observation is
+            computed from ``inner``.
         key: The key its stochastic transitions use (split every step).
     """
 
@@ -139,7 +165,7 @@ class GymnaxEnv(SuiteEnv):
         k_reset, k_steps = jax.random.split(key)
         with suite_code():
             obs, inner = self._env.reset_env(k_reset, params.inner)
-        return GymnaxState(strong(inner), self._convert(obs), k_steps)
+        return GymnaxState(strong(inner), self._kept(obs), k_steps)
 
     def step_env(
         self, state: GymnaxState, action: jax.Array, params: GymnaxParams
@@ -149,11 +175,19 @@ class GymnaxEnv(SuiteEnv):
             obs, inner, reward, terminated, _ = self._env.step_env(
                 k_step, state.inner, action, params.inner
             )
-        next_state = GymnaxState(strong(inner), self._convert(obs), key)
+        next_state = GymnaxState(strong(inner), self._kept(obs), key)
         return next_state, jnp.asarray(reward, jnp.float32), jnp.asarray(terminated, jnp.bool_)
 
     def observe(self, state: GymnaxState, params: GymnaxParams) -> Any:
-        return {IMAGE_KEY: state.obs} if self.pixels else state.obs
+        obs = state.obs
+        if self.env_id in OBS_FROM_STATE:
+            with suite_code():
+                obs = self._convert(self._env.get_obs(state.inner, params.inner))
+        return {IMAGE_KEY: obs} if self.pixels else obs
+
+    def _kept(self, obs: jax.Array) -> jax.Array | None:
+        """What the state keeps of an observation: nothing where it is computed again."""
+        return None if self.env_id in OBS_FROM_STATE else self._convert(obs)
 
     def _convert(self, obs: jax.Array) -> jax.Array:
         """The observation as stored: uint8 0/255 for an image, float32 otherwise."""
