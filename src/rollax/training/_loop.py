@@ -199,8 +199,11 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                 # Inside the signal handlers: a signal now ends the run after the evaluation.
                 result = evaluate_state(run, rc.eval_episodes)
                 write_atomic(directory.evaluation, json.dumps(result, indent=2).encode())
-                for name in ("deterministic", "stochastic"):
-                    tensorboard.scalar(f"eval/{name}_return", result[name]["mean"], run.env_steps)
+                final_returns = {
+                    f"eval/{name}_return": result[name]["mean"]
+                    for name in ("deterministic", "stochastic")
+                }
+                tensorboard.scalars(final_returns, run.env_steps)
                 print(
                     f"Trained {run.env_steps} steps per seed; final return over "
                     f"{rc.eval_episodes} episodes per seed: "

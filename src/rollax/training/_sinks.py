@@ -103,16 +103,14 @@ class TensorBoardSink:
             self._flush()
 
     def write(self, step: int, row: dict[str, Any]) -> None:
-        if self._writer is not None:
-            for name in self.fields:
-                if row.get(name, "") != "":
-                    self._writer.add_scalar(f"train/{name}", float(row[name]), step)
-            self._flush()
+        values = {f"train/{k}": float(row[k]) for k in self.fields if row.get(k, "") != ""}
+        self.scalars(values, step)
 
-    def scalar(self, tag: str, value: float, step: int) -> None:
-        """One scalar under its full tag (``"eval/deterministic_return"``)."""
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        """Scalars under their full tags (``{"eval/deterministic_return": 500.0}``)."""
         if self._writer is not None:
-            self._writer.add_scalar(tag, value, step)
+            for tag, value in values.items():
+                self._writer.add_scalar(tag, value, step)
             self._flush()
 
     def _flush(self) -> None:
