@@ -167,6 +167,10 @@ def test_a_run_without_a_finished_episode_has_no_curve_yet(tmp_path):
     with pytest.raises(ValueError, match="logged no finished episode yet"):
         draw_runs([empty])
     assert plot_curve(empty) is None
+    (empty / "metrics.csv").write_text("")  # as a kill left it before its header was whole
+    with pytest.raises(ValueError, match="logged no finished episode yet"):
+        draw_runs([empty])
+    assert plot_curve(empty) is None
     (empty / "metrics.csv").unlink()
     with pytest.raises(ValueError, match=r"has no metrics\.csv yet"):
         draw_runs([empty])

@@ -107,10 +107,10 @@ def _read_curves(directory: Path) -> list[_Curve]:
         raise ValueError(f"{run.config} does not say how many seeds the run trained (num_seeds).")
     sweep = section.get("sweep", [])
     labels = point_labels(sweep)
-    if not run.metrics.is_file():
-        return []
     # A run still training (or killed) may have written its last line in part: left out.
     columns, rows = read_metrics(run.metrics)
+    if not columns:  # no metrics.csv yet, or one an earlier version's kill left empty
+        return []
     needed = ("env_steps", "steps_per_second", "episode_return")
     missing = [c for c in needed if c not in columns]
     if missing:
