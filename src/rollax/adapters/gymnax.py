@@ -80,7 +80,7 @@ class GymnaxState:
     Attributes:
         inner: gymnax's state.
         obs: Its current observation: float32, or uint8 ``(H, W, C)`` for an image;
-            ``None`` for the environments of :data:`OBS_FROM_STATE`, whose observation is
+            ``None`` for the environments of ``OBS_FROM_STATE``, whose observation is
             computed from ``inner``.
         key: The key its stochastic transitions use (split every step).
     """

@@ -137,7 +137,7 @@ def env_params_for(agent: Agent, run_config: RunConfig) -> Any:
 
 
 def compilation_cache_dir() -> Path:
-    """rollax's directory for JAX's persistent compilation cache (not created here).
+    """The directory of JAX's persistent compilation cache for rollax's runs (not created).
 
     ``$ROLLAX_CACHE_DIR`` if set, else ``rollax/jax`` under ``$XDG_CACHE_HOME`` (default
     ``~/.cache``).
