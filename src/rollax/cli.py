@@ -165,6 +165,14 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long to wait for every process (default: 300)",
     )
+    group.add_argument(
+        "--heartbeat-timeout",
+        type=int,
+        default=30,
+        metavar="SECONDS",
+        help="how long a process may miss heartbeats before the others stop, with a message "
+        "naming it, the last checkpoint and how to resume (default: 30)",
+    )
 
 
 def cluster_from(args: argparse.Namespace) -> Any:
@@ -177,6 +185,7 @@ def cluster_from(args: argparse.Namespace) -> Any:
         process_id=args.process_id,
         from_environment=args.cluster_from_env,
         timeout=args.coordinator_timeout,
+        heartbeat_timeout=args.heartbeat_timeout,
     )
 
 

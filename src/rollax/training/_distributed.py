@@ -5,14 +5,21 @@ process steps the environments of the shards its devices hold. Only process 0 wr
 files; every process takes part in each checkpoint. A stop requested in any process (a
 SIGTERM to one of them) is agreed on by all through a collective after each chunk of
 training, so they stop at the same step and save one complete checkpoint together.
+
+A process that vanishes (killed, its host lost) stops sending heartbeats to the coordination
+service; after ``Cluster.heartbeat_timeout`` seconds JAX's runtime ends every other process
+with an abort (a C++ fatal error, which Python cannot catch: ``rollax train`` runs a
+multi-process run in a supervised child, see :mod:`rollax._supervisor`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import socket
 import time
+from typing import Any
 
 import jax
 import numpy as np
@@ -32,6 +39,8 @@ class Cluster:
         from_environment: Let ``jax.distributed.initialize`` read the cluster from the
             environment (Slurm's or Open MPI's variables) instead.
         timeout: Seconds to wait for every process to reach the coordinator.
+        heartbeat_timeout: Seconds without a heartbeat after which the coordination service
+            declares a process lost and the others stop (JAX's default is 100).
     """
 
     coordinator: str = ""
@@ -39,6 +48,7 @@ class Cluster:
     process_id: int = 0
     from_environment: bool = False
     timeout: int = 300
+    heartbeat_timeout: int = 30
 
     @property
     def distributed(self) -> bool:
@@ -47,7 +57,7 @@ class Cluster:
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first bad setting and what would be valid."""
-        for name in ("num_processes", "timeout"):
+        for name in ("num_processes", "timeout", "heartbeat_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 flag = "--" + name.replace("_", "-")
@@ -81,16 +91,19 @@ class Cluster:
             self._wait_for_coordinator()
         # Processes on CPU talk through gloo (the default is none: one process only).
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        options = _accepted(
+            jax.distributed.initialize,
+            initialization_timeout=self.timeout,
+            heartbeat_timeout_seconds=self.heartbeat_timeout,
+        )
+        if not self.from_environment:
+            options.update(
+                coordinator_address=self.coordinator,
+                num_processes=self.num_processes,
+                process_id=self.process_id,
+            )
         try:
-            if self.from_environment:
-                jax.distributed.initialize(initialization_timeout=self.timeout)
-            else:
-                jax.distributed.initialize(
-                    coordinator_address=self.coordinator,
-                    num_processes=self.num_processes,
-                    process_id=self.process_id,
-                    initialization_timeout=self.timeout,
-                )
+            jax.distributed.initialize(**options)
         except Exception as e:  # XLA raises its own runtime errors
             where = "the cluster in the environment" if self.from_environment else self.coordinator
             raise ValueError(
@@ -116,6 +129,12 @@ class Cluster:
                         f"HOST:PORT, reachable from every process)."
                     ) from e
                 time.sleep(0.5)
+
+
+def _accepted(function: Any, **options: Any) -> dict[str, Any]:
+    """The ``options`` that ``function`` takes (a JAX release may lack one)."""
+    parameters = inspect.signature(function).parameters
+    return {name: value for name, value in options.items() if name in parameters}
 
 
 def agree_any(flag: bool) -> bool:
