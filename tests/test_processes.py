@@ -138,3 +138,69 @@ def test_bad_cluster_settings_are_messages(env):
     out = run("--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", "1",
               "--coordinator-timeout", "5")  # fmt: skip
     assert out.returncode == 2 and "Could not join the run's 2 processes" in out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+def test_a_killed_process_stops_the_other_with_a_message_and_the_run_resumes(tmp_path, env):
+    """SIGKILL to one process: the other stops within the heartbeat timeout, saying so.
+
+    Unsupervised (before rollax ran a multi-process run in a child), the survivor died 30 s
+    after the kill (92 s with JAX's default heartbeat timeout) by SIGABRT, with a C++ stack
+    trace and no word on the checkpoint or on how to go on.
+    """
+    run_dir = tmp_path / "killed"
+    long = [*OPTIONS, "--total-steps", "1048576", "--checkpoint-every", "1024"]  # last one wins
+    procs = two_processes(["train", "ppo", *long, "--run-dir", str(run_dir)], env)
+    checkpoints = run_dir / "checkpoints"
+    deadline = time.monotonic() + 300
+    while not checkpoints.is_dir() or not any(p.name.isdigit() for p in checkpoints.iterdir()):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.05)
+    procs[1].kill()  # the process the user started: its training child dies with it
+    killed = time.monotonic()
+    _, err = procs[0].communicate(timeout=150)
+    elapsed = time.monotonic() - killed
+    procs[1].communicate(timeout=60)
+    print(f"the survivor stopped {elapsed:.1f} s after the kill")
+    assert procs[0].returncode == 128 + signal.SIGABRT, err[-3000:]
+    assert "process 1 of the run's 2 vanished" in err, err[-3000:]
+    step = max(int(p.name) for p in checkpoints.iterdir() if p.name.isdigit())
+    assert f"Last complete checkpoint: step {step} " in err, err[-3000:]
+
+    # The commands the message gives resume the run with two fresh processes.
+    commands = [line.split() for line in err.splitlines() if line.startswith("  rollax resume")]
+    assert [c[-1] for c in commands] == ["0", "1"] and commands[0][2] == str(run_dir), commands
+    total = ["--total-steps", str(step + 512)]
+    procs = [start([*c[1:], *total], env, 2, []) for c in commands]
+    results = finish(procs)
+    assert [code for code, _ in results] == [0, 0], results[0][1][-2000:] + results[1][1][-2000:]
+    assert load_run(run_dir).env_steps == step + 512
+
+
+def test_the_message_of_a_lost_process(tmp_path):
+    """What the supervisor reads in JAX's messages, and what it says (no processes here)."""
+    from rollax._supervisor import failure_message, resume_commands, vanished_process
+    from rollax.training import Cluster
+
+    heartbeat = "UNAVAILABLE: Task 3 heartbeat timeout. This indicates that the remote task"
+    assert vanished_process(heartbeat) == 3  # seen by process 0, which hosts the service
+    lost_service = "UNAVAILABLE: Failed to send RPC to coordination service. Either the leader"
+    assert vanished_process(lost_service) == 0  # seen by the others
+    assert vanished_process("Segmentation fault") is None
+
+    cluster = Cluster("host0:1234", num_processes=4, process_id=2)
+    message = failure_message("resume", -6, heartbeat, cluster, tmp_path)
+    assert message.startswith("rollax resume: process 3 of the run's 4 vanished")
+    assert "process 2 was ended by SIGABRT" in message
+    assert "holds no complete checkpoint yet" in message and "  rollax resume" not in message
+    assert "the training of process 2 exited with 1" in failure_message(
+        "train", 1, "", cluster, tmp_path
+    )
+    assert resume_commands(tmp_path, cluster)[3] == (
+        f"rollax resume {tmp_path} --coordinator host0:1234 --num-processes 4 --process-id 3"
+    )
+    from_env = Cluster(from_environment=True, heartbeat_timeout=60)
+    assert resume_commands(tmp_path, from_env) == [
+        f"rollax resume {tmp_path} --heartbeat-timeout 60 --cluster-from-env"
+    ]
