@@ -6,9 +6,22 @@
   tests draw their examples deterministically, so one commit always runs the same examples;
   local runs keep exploring with fresh ones. A failure found anywhere becomes an explicit
   ``@example`` on the test.
+- Optional packages: a test (or a module, through ``pytestmark``) that needs one is marked
+  ``@pytest.mark.extra("NAME", ...)``, NAME a key of :data:`EXTRAS`. By default a missing
+  package fails the test as any import error does. With ``--deselect-missing-extras`` (what
+  ``make test-latest`` passes: the newest JAX, beside which some extras cannot install) the
+  tests whose extras are not installed are deselected, a module marked as a whole is not
+  even imported, and the terminal summary names every deselected test and why.
 """
 
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
 import os
+from collections import defaultdict
+from pathlib import Path
 
 import jax
 import pytest
@@ -26,6 +39,138 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+# What `@pytest.mark.extra(NAME)` stands for: the top-level modules that must be importable.
+# The names are pyproject.toml's extras, and for the `bench` extra, each of its packages.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "gymnasium": ("gymnasium",),
+    "torch": ("torch",),
+    "torchrl": ("torch", "torchrl", "tensordict"),
+    "sb3": ("stable_baselines3", "torch", "gymnasium"),
+    "sbx": ("sbx", "stable_baselines3", "torch", "gymnasium"),
+    "gymnax": ("gymnax",),
+    "brax": ("brax",),
+    "craftax": ("craftax",),
+    "jumanji": ("jumanji",),
+    "xminigrid": ("xminigrid",),
+    "video": ("imageio_ffmpeg",),
+    "docs": ("mkdocs", "material", "mkdocstrings"),
+    "rejax": ("rejax",),
+    "flashbax": ("flashbax",),
+    "rliable": ("rliable",),
+    "pygame": ("pygame",),
+}
+_OPTION = "--deselect-missing-extras"
+_RECORDS = pytest.StashKey[list]()  # [nodeid or module path, reason]
+_WORKER_KEY = "rollax_deselected_extras"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        _OPTION,
+        action="store_true",
+        help="deselect the tests marked extra(NAME) whose packages are not installed, and "
+        "name them in the summary (without it a missing package fails its tests)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_RECORDS] = []
+
+
+def _missing(names: list[str], where: str) -> str:
+    """Why ``names`` (extras) cannot run here, or "" when all their modules are importable."""
+    reasons = []
+    for name in dict.fromkeys(names):
+        if name not in EXTRAS:
+            raise pytest.UsageError(f"{where}: unknown extra {name!r}; known: {sorted(EXTRAS)}")
+        absent = [m for m in EXTRAS[name] if importlib.util.find_spec(m) is None]
+        if absent:
+            reasons.append(f"extra '{name}' not installed: {', '.join(absent)}")
+    return "; ".join(reasons)
+
+
+def _module_extras(path: Path) -> list[str]:
+    """The extras a test module's top-level ``pytestmark`` names, read without importing it."""
+    names: list[str] = []
+    for node in ast.parse(path.read_text(), str(path)).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets):
+            for call in ast.walk(node.value):
+                if isinstance(call, ast.Call) and ast.unparse(call.func) == "pytest.mark.extra":
+                    names += [a.value for a in call.args if isinstance(a, ast.Constant)]
+    return names
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # A module marked as a whole may import its extra at the top: it is not imported at all.
+    if not config.getoption(_OPTION) or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    reason = _missing(_module_extras(collection_path), str(collection_path))
+    if not reason:
+        return None
+    where = os.path.relpath(collection_path, config.rootpath)
+    config.stash[_RECORDS].append([f"{where} (whole module)", reason])
+    return True
+
+
+@pytest.hookimpl(trylast=True)  # after -m: only tests that would otherwise run are named
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, dropped = [], []
+    for item in items:
+        names = [name for mark in item.iter_markers("extra") for name in mark.args]
+        if any(not mark.args for mark in item.iter_markers("extra")):
+            raise pytest.UsageError(f"{item.nodeid}: extra() names no extra")
+        reason = _missing(names, item.nodeid)
+        if reason and config.getoption(_OPTION):
+            dropped.append(item)
+            config.stash[_RECORDS].append([item.nodeid, reason])
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker: tell the controller
+        session.config.workeroutput[_WORKER_KEY] = json.dumps(session.config.stash[_RECORDS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # pytest-xdist's controller
+    records = node.config.stash[_RECORDS]
+    for record in json.loads(getattr(node, "workeroutput", {}).get(_WORKER_KEY, "[]")):
+        if record not in records:  # every worker collects (and deselects) the same tests
+            records.append(record)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if not config.getoption(_OPTION):
+        return
+    records = config.stash[_RECORDS]
+    terminalreporter.section("deselected: extras not installed")
+    if not records:
+        terminalreporter.write_line("none: every extra a selected test needs is installed")
+        return
+    by_reason: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for where, reason in records:
+        module, _, test = where.partition("::")
+        by_reason[reason][module].append(test)
+    tests = sum(1 for where, _ in records if "::" in where)
+    modules = len(records) - tests
+    terminalreporter.write_line(
+        f"{tests} tests and {modules} whole modules deselected; their packages are missing:"
+    )
+    for reason, modules_tests in sorted(by_reason.items()):
+        terminalreporter.write_line(f"{reason}:")
+        for module, names in sorted(modules_tests.items()):
+            names = [n for n in names if n]
+            terminalreporter.write_line(
+                f"  {module}" + (f" ({len(names)}): {', '.join(names)}" if names else "")
+            )
 
 
 @pytest.fixture

@@ -31,9 +31,21 @@ def _report(script: str, args: str, timeout: int = 600) -> dict:
 @pytest.mark.parametrize(
     ("script", "keys"),
     [
-        ("env_step.py", {"rollax_same_step", "rollax_no_reset", "gymnax_autoreset"}),
-        ("autoreset.py", {"pool", "compact", "cached", "floor_steps_per_s"}),
-        ("adapters.py", {"rollax_next_step", "gymnasium_numpy", "gymnax_wrapper"}),
+        pytest.param(
+            "env_step.py",
+            {"rollax_same_step", "rollax_no_reset", "gymnax_autoreset"},
+            marks=pytest.mark.extra("gymnax", "gymnasium"),
+        ),
+        pytest.param(
+            "autoreset.py",
+            {"pool", "compact", "cached", "floor_steps_per_s"},
+            marks=pytest.mark.extra("gymnax"),
+        ),
+        pytest.param(
+            "adapters.py",
+            {"rollax_next_step", "gymnasium_numpy", "gymnax_wrapper"},
+            marks=pytest.mark.extra("gymnax", "gymnasium", "torchrl"),
+        ),
     ],
 )
 def test_benchmark_ends_with_json(script, keys):
@@ -45,6 +57,7 @@ def test_benchmark_ends_with_json(script, keys):
 
 
 @pytest.mark.slow
+@pytest.mark.extra("sb3")
 def test_adapters_benchmark_sb3_part_ends_with_json():
     args = "--parts sb3 --sb3-train-steps 256 --sb3-repeats 1 --sb3-sizes 8 --sb3-step-calls 20"
     report = _report("adapters.py", f"{args} --repeats 1")["sb3_results"]
@@ -54,6 +67,7 @@ def test_adapters_benchmark_sb3_part_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("rejax", "gymnax")
 def test_ppo_benchmark_ends_with_json():
     args = "--seeds 1 --batch-seeds 2 --total-steps 5000 --repeats 1 --throughput-steps 2500"
     report = _report("ppo_cartpole.py", args, timeout=900)
@@ -64,6 +78,7 @@ def test_ppo_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("flashbax")
 def test_buffers_benchmark_ends_with_json():
     args = "--num-envs 8 --repeats 1 --quick --kinds image"
     report = _report("buffers.py", args, timeout=600)
@@ -80,6 +95,7 @@ def test_buffers_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("rejax", "gymnax")
 def test_offpolicy_benchmark_ends_with_json():
     args = (
         "--algos sac --seeds 1 --sac-total 600 --sac-chunk 300 --episodes 2 --repeats 1 "
@@ -95,6 +111,7 @@ def test_offpolicy_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("gymnasium", "pygame")
 def test_pixels_benchmark_ends_with_json():
     args = (
         "--sizes 8 --steps 5 --repeats 1 --gym-frames 5 --cap-s 1 --chunk 2048 --episodes 2 "
@@ -107,6 +124,7 @@ def test_pixels_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("rejax", "gymnax", "rliable")
 def test_returns_benchmark_ends_with_json(tmp_path):
     # One row: the Brax row compiles Brax's PPO for about a minute, too long for a smoke test.
     args = "--tasks CartPole-v1 --seeds 3 --budget 2048 --episodes 2 --reps 200"
@@ -165,6 +183,7 @@ def test_sweep_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("jumanji")
 def test_worlds_benchmark_ends_with_json():
     # Jumanji's Maze only: Craftax's programs take minutes to compile on this CPU (the
     # adapter itself is tested in tests/test_worlds.py).
@@ -178,6 +197,7 @@ def test_worlds_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("gymnax", "rejax", "craftax")
 def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     # What a session lent a GPU runs first: every section must get there without an error.
     report = _report("gpu.py", "--tiny --repeats 1", timeout=900)

@@ -11,6 +11,7 @@ import rollax
 
 # Brax, jaxopt and MuJoCo announce their own deprecations; they are not rollax's to fix.
 pytestmark = [
+    pytest.mark.extra("brax"),
     pytest.mark.filterwarnings("ignore:Brax System:UserWarning"),
     pytest.mark.filterwarnings("ignore:JAXopt is no longer maintained:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:Accessing `ncon`:DeprecationWarning"),

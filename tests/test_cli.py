@@ -232,6 +232,7 @@ def test_plot_overlays_runs_with_the_spread_of_their_seeds(tmp_path, cli_env):
     assert "95% bootstrap CI over seeds" in iqm.read_text()
 
 
+@pytest.mark.extra("video")  # the .mp4
 def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(tmp_path, cli_env):
     run_dir = tmp_path / "run"
     rollax("train", "ppo", *TINY, "--total-steps", "512", "--eval-episodes", "0",
@@ -314,6 +315,7 @@ def test_a_diverging_run_stops_with_a_message_and_keeps_its_last_good_checkpoint
     assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(run.state.params))
 
 
+@pytest.mark.extra("gymnax")
 def test_video_of_an_environment_without_render_is_refused_before_evaluating(tmp_path):
     from rollax.training import check_video_path
 
@@ -338,6 +340,7 @@ def test_pixel_training_and_a_video_of_what_the_agent_saw(tmp_path, cli_env):
     assert frames.shape[1:] == (120, 288 + 2 + 64 * 7, 3)
 
 
+@pytest.mark.extra("gymnax")
 def test_minatar_trains_from_its_board_and_the_video_shows_the_board(tmp_path, cli_env):
     run_dir = tmp_path / "minatar"
     rollax(

@@ -140,6 +140,7 @@ def test_every_python_block_of_the_page_runs(page, tmp_path):
         pytest.skip(f"{len(run)} blocks ran; skipped: " + "; ".join(skipped))
 
 
+@pytest.mark.extra("docs")
 def test_the_site_builds_strictly(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],

@@ -234,7 +234,7 @@ def test_every_builtin_environment_passes(env_id):
     assert check_env(env_id, steps=64) == ()
 
 
+@pytest.mark.extra("gymnax")
 @pytest.mark.parametrize("env_id", ["gymnax/MemoryChain-bsuite", "gymnax/Breakout-MinAtar"])
 def test_adapted_environments_pass(env_id):
-    pytest.importorskip("gymnax")
     assert check_env(env_id, steps=64) == ()

@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
+@pytest.mark.extra("torch", "gymnasium")
 def test_torch_ppo_through_the_gymnasium_adapter_learns_cartpole():
     result = subprocess.run(
         [

@@ -16,6 +16,8 @@ import rollax
 from _cartpole import put_gymnasium_states_into
 from rollax.adapters.gymnasium import RollaxVectorEnv, make_vec
 
+pytestmark = pytest.mark.extra("gymnasium")
+
 LIMIT = 25  # short episodes so that both termination and truncation happen
 
 

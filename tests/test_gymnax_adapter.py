@@ -11,6 +11,8 @@ import pytest
 import rollax
 from rollax.adapters.gymnax import OBS_FROM_STATE
 
+pytestmark = pytest.mark.extra("gymnax")
+
 
 def test_gymnax_cartpole_steps_like_gymnax_itself():
     env = rollax.make("gymnax/CartPole-v1")

@@ -22,6 +22,8 @@ import pytest
 
 import rollax
 
+pytestmark = pytest.mark.extra("gymnasium")
+
 NUM_STEPS = 1200
 
 

@@ -44,6 +44,7 @@ def seed_returns(config: PPOConfig, task: str) -> np.ndarray:
 
 
 @pytest.mark.slow
+@pytest.mark.extra("gymnax")
 @pytest.mark.parametrize("game", sorted(CASES))
 def test_minatar_preset_learns_the_game_on_most_seeds(game):
     steps, seeds, at_least, threshold = CASES[game]

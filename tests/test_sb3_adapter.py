@@ -20,6 +20,8 @@ from stable_baselines3.common.vec_env import (
 from _cartpole import put_gymnasium_states_into
 from rollax.adapters.sb3 import RollaxVecEnv
 
+pytestmark = pytest.mark.extra("sb3")
+
 LIMIT = 25  # short episodes so that both termination and truncation happen
 TRAIN_STEPS = 40_000  # PPO's budget in test_sb3_ppo_solves_cartpole
 
@@ -217,8 +219,10 @@ def test_dict_observations():
 
 # tfp-nightly's JAX backend, which SBX imports, uses a deprecated JAX name: not rollax's to fix.
 @pytest.mark.filterwarnings("ignore:jax.core.pytype_aval_mappings is deprecated")
+@pytest.mark.extra("sbx")
 def test_sbx_runs_on_it():
-    sbx = pytest.importorskip("sbx")
+    import sbx
+
     env = RollaxVecEnv("CartPole-v1", 4)
     env.reset()
     env.step(np.zeros(4, np.int64))  # rollax's step compiles under the suite's strict rules
@@ -232,7 +236,8 @@ def test_sbx_runs_on_it():
 @pytest.mark.slow
 def test_sb3_ppo_solves_cartpole():
     """rl-zoo's CartPole settings for SB3's PPO; a greedy policy then holds the pole."""
-    torch = pytest.importorskip("torch")
+    import torch
+
     torch.set_num_threads(1)  # a small MLP: more threads only contend
     env = RollaxVecEnv("CartPole-v1", 8)
     env.seed(0)

@@ -5,15 +5,18 @@ import pytest
 
 from rollax import stats
 
-rliable = pytest.importorskip("rliable")
-from rliable import library as rly  # noqa: E402
-from rliable import metrics  # noqa: E402
+# The comparisons with rliable (the `bench` extra); the tests of rollax alone run without it.
+needs_rliable = pytest.mark.extra("rliable")
 
 SHAPES = [(10, 1), (7, 3), (12, 2), (4, 1)]
 
 
+@needs_rliable
 @pytest.mark.parametrize("shape", SHAPES)
 def test_iqm_and_its_interval_are_rliables(shape):
+    from rliable import library as rly
+    from rliable import metrics
+
     scores = np.random.default_rng(sum(shape)).normal(size=shape) * 10
     np.random.seed(5)  # noqa: NPY002 (rliable's resamples come from numpy's global generator)
     point, intervals = rly.get_interval_estimates(
@@ -25,7 +28,10 @@ def test_iqm_and_its_interval_are_rliables(shape):
     assert low <= estimate <= high
 
 
+@needs_rliable
 def test_any_statistic_resamples_like_rliable():
+    from rliable import library as rly
+
     scores = np.random.default_rng(0).exponential(size=(9, 2))
     np.random.seed(1)  # noqa: NPY002
     _, intervals = rly.get_interval_estimates(
@@ -35,8 +41,11 @@ def test_any_statistic_resamples_like_rliable():
     np.testing.assert_allclose([low, high], intervals["x"][:, 0], rtol=0, atol=1e-12)
 
 
+@needs_rliable
 @pytest.mark.parametrize("shape", [((10, 1), (10, 1)), ((5, 3), (8, 3)), ((6,), (6,))])
 def test_probability_of_improvement_is_rliables(shape):
+    from rliable import metrics
+
     rng = np.random.default_rng(7)
     x = np.round(rng.normal(size=shape[0]), 1)  # rounded: ties count a half
     y = np.round(rng.normal(size=shape[1]), 1)
@@ -46,8 +55,11 @@ def test_probability_of_improvement_is_rliables(shape):
     assert stats.probability_of_improvement(x, x) == 0.5
 
 
+@needs_rliable
 @pytest.mark.parametrize("shape", [(10, 1), (6, 3)])
 def test_performance_profile_is_rliables(shape):
+    from rliable import library as rly
+
     scores = np.round(np.random.default_rng(3).normal(size=shape), 1)
     taus = np.linspace(-1.5, 1.5, 7)
     np.random.seed(2)  # noqa: NPY002

@@ -16,7 +16,10 @@ with warnings.catch_warnings():  # TorchRL's own deprecations, raised while it i
 
 from rollax.adapters.torchrl import RollaxEnv
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:torchrl")
+pytestmark = [
+    pytest.mark.extra("torchrl"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:torchrl"),
+]
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])

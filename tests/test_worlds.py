@@ -16,6 +16,7 @@ from rollax.adapters.xminigrid import XMiniGridEnv
 from rollax.envs import RESET_STRATEGIES
 
 FRESH = [s for s in RESET_STRATEGIES if s != "cached"]
+CRAFTAX, JUMANJI, XMINIGRID = (pytest.mark.extra(n) for n in ("craftax", "jumanji", "xminigrid"))
 STEPS = 24
 
 
@@ -49,6 +50,7 @@ def _rollax_rollout(env, key: jax.Array, actions: jax.Array):
     return env.observe(state, params), obs_t, reward_t, done_t
 
 
+@CRAFTAX
 @pytest.mark.parametrize("variant", ["Craftax-Classic-Symbolic-v1", "Craftax-Classic-Pixels-v1"])
 def test_craftax_steps_like_craftax_itself(variant):
     env = CraftaxEnv(variant)
@@ -88,6 +90,7 @@ def _assert_same_fields(mine: dict, theirs) -> None:
         np.testing.assert_array_equal(np.asarray(mine[name]), value, err_msg=name)
 
 
+@JUMANJI
 @pytest.mark.parametrize("name", ["Snake-v1", "Game2048-v1", "TSP-v1", "BinPack-v2", "Maze-v0"])
 def test_jumanji_steps_like_jumanji_itself(name):
     import jumanji
@@ -120,12 +123,14 @@ def test_jumanji_steps_like_jumanji_itself(name):
     np.testing.assert_array_equal(np.asarray(mine[3])[:upto], np.asarray(their[3])[:upto])
 
 
+@JUMANJI
 def test_jumanji_multidiscrete_action_is_one_index_unravelled_row_major():
     env = JumanjiEnv("BinPack-v2")
     assert env.action_space.n == 40 * 20
     np.testing.assert_array_equal(env.suite_action(jnp.int32(3 * 20 + 7)), [3, 7])
 
 
+@XMINIGRID
 @pytest.mark.parametrize("name", ["MiniGrid-DoorKey-5x5", "MiniGrid-Empty-5x5"])
 def test_xminigrid_steps_like_xminigrid_itself(name):
     import xminigrid
@@ -173,6 +178,7 @@ def _start_fingerprints(env_id, strategy, num_envs, steps, limit, fingerprint):
     return starts, done.sum(axis=1)
 
 
+@CRAFTAX
 def test_every_craftax_episode_starts_in_a_new_world():
     # Episodes of 3 steps over 32 environments: 32 new worlds every third step, drawn by the
     # default strategy (the pool) in chunks (Craftax's reset_chunk on the CPU).
@@ -186,7 +192,10 @@ def test_every_craftax_episode_starts_in_a_new_world():
 
 @pytest.mark.parametrize(
     ("env_id", "strategy"),
-    [*(("jumanji/Maze-v0", s) for s in FRESH), ("xminigrid/MiniGrid-DoorKey-8x8", None)],
+    [
+        *(pytest.param("jumanji/Maze-v0", s, marks=JUMANJI) for s in FRESH),
+        pytest.param("xminigrid/MiniGrid-DoorKey-8x8", None, marks=XMINIGRID),
+    ],
 )
 def test_every_episode_starts_fresh_under_every_strategy(env_id, strategy):
     # Small layouts repeat by chance (DoorKey-8x8 has some ten thousand), so the fingerprint
@@ -204,9 +213,9 @@ def test_every_episode_starts_fresh_under_every_strategy(env_id, strategy):
 @pytest.mark.parametrize(
     ("env_id", "options", "action"),
     [
-        ("craftax/Craftax-Classic-Symbolic-v1", {}, 2),  # right
-        ("jumanji/Snake-v1", {}, 2),  # down
-        ("xminigrid/MiniGrid-Empty-8x8", {"max_steps": 3}, 2),  # forward
+        pytest.param("craftax/Craftax-Classic-Symbolic-v1", {}, 2, marks=CRAFTAX),  # right
+        pytest.param("jumanji/Snake-v1", {}, 2, marks=JUMANJI),  # down
+        pytest.param("xminigrid/MiniGrid-Empty-8x8", {"max_steps": 3}, 2, marks=XMINIGRID),  # fwd
     ],
 )
 def test_time_limit_is_truncation_with_the_true_final_observation(env_id, options, action):
@@ -239,6 +248,7 @@ def test_time_limit_is_truncation_with_the_true_final_observation(env_id, option
         assert step._cache_size() == 1
 
 
+@pytest.mark.extra("craftax", "jumanji", "xminigrid")
 def test_unknown_ids_missing_extras_and_bad_actions_are_clear(monkeypatch):
     with pytest.raises(ValueError, match="Did you mean 'craftax/Craftax-Classic-Symbolic-v1'"):
         rollax.make("craftax/Craftax-Clasic-Symbolic-v1")
@@ -258,6 +268,7 @@ def test_unknown_ids_missing_extras_and_bad_actions_are_clear(monkeypatch):
         rollax.make("craftax/Craftax-Pixels-v1")
 
 
+@pytest.mark.extra("craftax", "jumanji", "xminigrid")
 def test_suites_are_listed():
     ids = rollax.suite_envs()
     assert {
@@ -275,6 +286,7 @@ def test_suites_are_listed():
     assert not any(i.startswith("xminigrid/XLand") for i in ids)
 
 
+@pytest.mark.extra("xminigrid", "jumanji", "gymnasium", "torchrl", "sb3")
 @pytest.mark.filterwarnings("ignore::UserWarning")  # Gymnasium's advice on infinite bounds
 def test_the_adapters_take_the_worlds():
     # Gymnasium's checker on a rendering XLand-MiniGrid environment; Jumanji's dict of
@@ -299,6 +311,7 @@ def test_the_adapters_take_the_worlds():
 
 
 @pytest.mark.slow
+@CRAFTAX
 def test_ppo_craftax_classic_preset_beats_a_random_policy():
     # The untrained policy is a near-uniform random one (its logits start at about 0): a
     # return of 1.22 and 1.35 for these two seeds here. The preset at an eighth of its budget
