@@ -218,7 +218,11 @@ def test_chunked_resets_draw_the_same_states_as_one_batch(key):
         got = jax.jit(lambda k, p, ax=ax: Starts(chunked, p, ax).draw(k))(keys, params)
         jax.tree.map(np.testing.assert_array_equal, jax.random.key_data(got[0]),
                      jax.random.key_data(expected[0]))  # fmt: skip
-        jax.tree.map(np.testing.assert_array_equal, got[1:], expected[1:])
+        # The keys are the same bits; the states the same numbers up to the last bit, which
+        # depends on how the XLA version fuses the chunked program (jaxlib 0.12 differs
+        # from the batch by 1.5e-8 on some; 0.10 by nothing).
+        check = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)  # noqa: E731
+        jax.tree.map(check, got[1:], expected[1:])
     assert not np.allclose(got[2], Starts(whole, shared, None).draw(keys)[2])
 
 
