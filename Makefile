@@ -9,7 +9,7 @@ CORE_STAMP := $(VENV)/.rollax-core
 DOCS_STAMP := $(VENV)/.rollax-docs
 DEV_STAMP := $(VENV)/.rollax-dev
 
-.PHONY: install install-dev demo test test-fast lint format docs bench gpu-wheels constraints clean
+.PHONY: install install-dev demo test test-latest test-fast lint format docs bench gpu-wheels constraints clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ test: $(DEV_STAMP)
 	$(PY) -m ruff check src tests benchmarks examples docs/*.py
 	$(PY) -m ruff format --check src tests benchmarks examples docs/*.py
 	$(PY) -m pytest -n 2 --durations=25
+
+## make test-latest: the suite without its slow tests on Python 3.12 and the newest releases
+## of JAX, Flax, Optax and Orbax in .venv-latest, with every optional extra that installs
+## beside them (never torch); the tests of the extras left out are deselected and named
+## (.ci/test-latest says how).
+test-latest:
+	bash .ci/test-latest
 
 ## make test-fast: the suite without the tests marked slow.
 test-fast: $(DEV_STAMP)
