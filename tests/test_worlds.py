@@ -2,6 +2,8 @@
 fresh worlds under every reset strategy, rollax's time limit, and clear errors."""
 
 import importlib.util
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -176,6 +178,31 @@ def _start_fingerprints(env_id, strategy, num_envs, steps, limit, fingerprint):
     first, (done, later) = jax.device_get(rollout(jax.random.key(0)))
     starts = np.concatenate([first, later[done]])
     return starts, done.sum(axis=1)
+
+
+_FIRST_TEXTURE_LOAD = """
+import sys
+from craftax.craftax_classic import constants
+from rollax.adapters.craftax import _load_textures
+constants.TEXTURE_CACHE_FILE = sys.argv[1]
+_load_textures(constants)
+"""
+
+
+@CRAFTAX
+def test_processes_that_start_together_all_load_craftax_textures(tmp_path):
+    # Craftax writes its texture cache at first use, not atomically: without the lock a
+    # process starting meanwhile read a half-written file (EOFError), as a test worker did
+    # beside another in CI. Three processes start together with no cache; all must load.
+    cache = str(tmp_path / "textures.pbz2")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _FIRST_TEXTURE_LOAD, cache], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+        for _ in range(3)
+    ]  # fmt: skip
+    outputs = [proc.communicate(timeout=300)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 3, outputs
+    assert sum("saved to cache" in out for out in outputs) == 1, outputs
 
 
 @CRAFTAX

@@ -22,6 +22,9 @@ pixels a block for videos.
 
 from __future__ import annotations
 
+import os
+from contextlib import nullcontext
+from types import ModuleType
 from typing import Any
 
 import jax
@@ -110,12 +113,11 @@ class CraftaxEnv(SuiteEnv):
         self.classic, self.pixels = VARIANTS[env_id]
         self._env = make_craftax_env_from_name(env_id, auto_reset=False)
         if self.classic:
-            from craftax.craftax_classic import renderer
-            from craftax.craftax_classic.constants import BLOCK_PIXEL_SIZE_AGENT
+            from craftax.craftax_classic import constants, renderer
         else:
-            from craftax.craftax import renderer
-            from craftax.craftax.constants import BLOCK_PIXEL_SIZE_AGENT
-        self._view = renderer.make_craftax_pixel_renderer(BLOCK_PIXEL_SIZE_AGENT)
+            from craftax.craftax import constants, renderer
+        _load_textures(constants)
+        self._view = renderer.make_craftax_pixel_renderer(constants.BLOCK_PIXEL_SIZE_AGENT)
         self._picture = renderer.make_craftax_pixel_renderer(RENDER_BLOCK_PIXELS)
         inner = self._env.default_params
         space = self._env.observation_space(inner)
@@ -174,6 +176,46 @@ class CraftaxEnv(SuiteEnv):
     def _inner(params: CraftaxParams) -> Any:
         """Craftax's params with its own time limit lifted (rollax's applies instead)."""
         return params.inner.replace(max_timesteps=_NO_LIMIT)
+
+
+def _load_textures(constants: ModuleType) -> None:
+    """Load Craftax's block textures once per process, safe against other processes.
+
+    At its first use Craftax draws the textures and writes them to a cache file beside its
+    package, which a later process reads back. The write is not atomic: a second process
+    starting meanwhile (another worker, another process of a multi-process run) finds a
+    half-written file and fails with ``EOFError``. So the first load holds an exclusive lock
+    on a file beside the cache, and a process that waited for it reads a whole file.
+    """
+    path = constants.TEXTURE_CACHE_FILE
+    lock: Any = nullcontext()
+    if not os.path.exists(path):
+        lock = _FileLock(path + ".lock")
+    with lock:
+        constants.load_all_textures()  # cached by Craftax for the rest of the process
+
+
+class _FileLock:
+    """An exclusive ``flock`` on ``path`` for a ``with`` block (none where there is no
+    ``fcntl``, Windows, or the folder cannot be written: Craftax then writes as it does)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def __enter__(self) -> None:
+        try:
+            import fcntl
+
+            self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            self.__exit__()
+
+    def __exit__(self, *_: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the lock
+            self.fd = None
 
 
 def craftax_ids() -> list[str]:
