@@ -196,8 +196,11 @@ def _load_textures(constants: ModuleType) -> None:
 
 
 class _FileLock:
-    """An exclusive ``flock`` on ``path`` for a ``with`` block (none where there is no
-    ``fcntl``, Windows, or the folder cannot be written: Craftax then writes as it does)."""
+    """An exclusive ``flock`` on ``path`` for a ``with`` block.
+
+    None where there is no ``fcntl`` (Windows) or the folder cannot be written: Craftax then
+    writes its cache as it does without rollax.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
