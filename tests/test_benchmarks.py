@@ -205,4 +205,5 @@ def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     assert report["backend"] == "cpu" and report["tiny"] is True
     assert {name: report[name].get("error") for name in sections} == dict.fromkeys(sections)
     assert report["stepping"]["CartPole-v1@64"]["gymnax"] > 0
+    assert report["craftax"]["authors"]["steps_per_s"] > 0  # the one Craftax config at --tiny
     assert set(report["sweep"]) >= {"rollax_wall_s", "rejax_wall_s", "members"}
