@@ -47,7 +47,7 @@ demo: $(CORE_STAMP)
 test: $(DEV_STAMP)
 	$(PY) -m ruff check src tests benchmarks examples docs/*.py
 	$(PY) -m ruff format --check src tests benchmarks examples docs/*.py
-	$(PY) -m pytest -n 2 --durations=25
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
 
 ## make test-latest: the suite without its slow tests on Python 3.12 and the newest releases
 ## of JAX, Flax, Optax and Orbax in .venv-latest, with every optional extra that installs

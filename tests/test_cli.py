@@ -32,6 +32,11 @@ TINY_DQN = [
 ]  # fmt: skip
 
 
+# One worker runs the module, so that its subprocesses share one compilation cache
+# (make test's --dist loadgroup keeps a group on one worker).
+pytestmark = pytest.mark.xdist_group("cli")
+
+
 @pytest.fixture(scope="module")
 def cli_env(tmp_path_factory):
     """Environment of the subprocesses: a private compilation cache shared between them."""

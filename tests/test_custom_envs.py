@@ -174,6 +174,10 @@ def _cli(*args: str, cwd: Path, env: dict, check: bool = True) -> subprocess.Com
     return proc
 
 
+# One worker runs the module's command lines, so that they share one compilation cache.
+pytestmark = pytest.mark.xdist_group("custom_envs")
+
+
 @pytest.fixture(scope="module")
 def cli_env(tmp_path_factory):
     env = dict(os.environ)

@@ -19,6 +19,11 @@ from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.training import make_layout
 from rollax.training._layout import _packed_pmean
 
+# One worker runs the module: its fixture trains every agent on 1 and 4 devices (about two
+# minutes), which each worker would run again for the tests it drew (make test's --dist
+# loadgroup keeps a group on one worker).
+pytestmark = pytest.mark.xdist_group("devices")
+
 SCRIPT = Path(__file__).with_name("_devices_check.py")
 AGENTS = ("ppo", "dqn", "recurrent_dqn", "sac")
 # Parameters after a few gradient steps: float32 sums in another order differ in their last

@@ -66,6 +66,11 @@ RESUME_ALL = textwrap.dedent(
 """Run ``rollax`` commands one after another in one process (their programs compile once)."""
 
 
+# One worker runs the module: both tests start from the run its fixture trains, and share one
+# compilation cache (make test's --dist loadgroup keeps a group on one worker).
+pytestmark = pytest.mark.xdist_group("kills")
+
+
 @pytest.fixture(scope="module")
 def cli_env(tmp_path_factory):
     """Environment of the subprocesses: a private compilation cache shared between them."""

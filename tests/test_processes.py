@@ -83,6 +83,7 @@ def rows(run_dir: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_two_processes_train_stop_together_and_resume_bit_for_bit(tmp_path, env):
     whole, stopped, single = tmp_path / "whole", tmp_path / "stopped", tmp_path / "single"
 

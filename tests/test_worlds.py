@@ -193,15 +193,16 @@ _load_textures(constants)
 def test_processes_that_start_together_all_load_craftax_textures(tmp_path):
     # Craftax writes its texture cache at first use, not atomically: without the lock a
     # process starting meanwhile read a half-written file (EOFError), as a test worker did
-    # beside another in CI. Three processes start together with no cache; all must load.
+    # beside another in CI, or drew the textures again. Two processes start together with no
+    # cache: both must load the textures, and only one draw them.
     cache = str(tmp_path / "textures.pbz2")
     procs = [
         subprocess.Popen([sys.executable, "-c", _FIRST_TEXTURE_LOAD, cache], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
-        for _ in range(3)
+        for _ in range(2)
     ]  # fmt: skip
     outputs = [proc.communicate(timeout=300)[0] for proc in procs]
-    assert [proc.returncode for proc in procs] == [0] * 3, outputs
+    assert [proc.returncode for proc in procs] == [0] * 2, outputs
     assert sum("saved to cache" in out for out in outputs) == 1, outputs
 
 
