@@ -41,12 +41,14 @@ demo: $(CORE_STAMP)
 	@echo "Run directory: $(DEMO_DIR) (metrics.csv, curve.png, tb/, checkpoints/, policy.gif)"
 
 ## make test: the whole suite, slow tests included, after a lint check, on two workers
-## (pytest-xdist; compiling is single-threaded, so two processes keep both cores busy).
+## (pytest-xdist; compiling is single-threaded, so two processes keep both cores busy), with
+## the versions it runs with printed first (rollax info).
 ## tests/test_docs.py builds the documentation with --strict and runs every Python block of
 ## README.md and docs/*.md.
 test: $(DEV_STAMP)
 	$(PY) -m ruff check src tests benchmarks examples docs/*.py
 	$(PY) -m ruff format --check src tests benchmarks examples docs/*.py
+	$(PY) -m rollax info  # the versions this leg runs with
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
 
 ## make test-latest: the suite without its slow tests on Python 3.12 and the newest releases

@@ -114,8 +114,9 @@ def test_every_python_block_of_the_page_runs(page, tmp_path):
         for b in blocks
         if b.missing_extras()
     ]
-    # Programs compiled by the examples stay out of the user's cache (train() enables it).
-    env = {**os.environ, "ROLLAX_CACHE_DIR": str(tmp_path / "jax-cache")}
+    # Programs compiled by the examples stay out of the user's cache (train() enables it):
+    # they go to this test process's, which every page's examples share.
+    env = {**os.environ, "ROLLAX_CACHE_DIR": os.environ["JAX_COMPILATION_CACHE_DIR"]}
     result = subprocess.run(
         [
             sys.executable,
