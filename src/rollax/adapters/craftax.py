@@ -23,7 +23,7 @@ pixels a block for videos.
 from __future__ import annotations
 
 import os
-from contextlib import nullcontext
+from contextlib import ExitStack, suppress
 from types import ModuleType
 from typing import Any
 
@@ -185,40 +185,18 @@ def _load_textures(constants: ModuleType) -> None:
     package, which a later process reads back. The write is not atomic: a second process
     starting meanwhile (another worker, another process of a multi-process run) finds a
     half-written file and fails with ``EOFError``. So the first load holds an exclusive lock
-    on a file beside the cache, and a process that waited for it reads a whole file.
+    on a file beside the cache (``filelock``), and a process that waited for it reads a whole
+    file. Where the lock cannot be made (a folder that cannot be written, where Craftax cannot
+    write its cache either) the textures load as they do without rollax.
     """
+    from filelock import FileLock
+
     path = constants.TEXTURE_CACHE_FILE
-    lock: Any = nullcontext()
-    if not os.path.exists(path):
-        lock = _FileLock(path + ".lock")
-    with lock:
+    with ExitStack() as held:
+        if not os.path.exists(path):
+            with suppress(OSError):
+                held.enter_context(FileLock(path + ".lock"))
         constants.load_all_textures()  # cached by Craftax for the rest of the process
-
-
-class _FileLock:
-    """An exclusive ``flock`` on ``path`` for a ``with`` block.
-
-    None where there is no ``fcntl`` (Windows) or the folder cannot be written: Craftax then
-    writes its cache as it does without rollax.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def __enter__(self) -> None:
-        try:
-            import fcntl
-
-            self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except (ImportError, OSError):
-            self.__exit__()
-
-    def __exit__(self, *_: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing releases the lock
-            self.fd = None
 
 
 def craftax_ids() -> list[str]:
