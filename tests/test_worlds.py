@@ -1,9 +1,12 @@
 """Craftax, Jumanji and XLand-MiniGrid inside rollax: parity with the suites' own dynamics,
 fresh worlds under every reset strategy, rollax's time limit, and clear errors."""
 
+import bz2
 import importlib.util
+import pickle
 import subprocess
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -182,9 +185,11 @@ def _start_fingerprints(env_id, strategy, num_envs, steps, limit, fingerprint):
 
 _FIRST_TEXTURE_LOAD = """
 import sys
+import time
 from craftax.craftax_classic import constants
 from rollax.adapters.craftax import _load_textures
 constants.TEXTURE_CACHE_FILE = sys.argv[1]
+print(*sys.argv[2:], flush=True)
 _load_textures(constants)
 """
 
@@ -204,6 +209,27 @@ def test_processes_that_start_together_all_load_craftax_textures(tmp_path):
     outputs = [proc.communicate(timeout=300)[0] for proc in procs]
     assert [proc.returncode for proc in procs] == [0] * 2, outputs
     assert sum("saved to cache" in out for out in outputs) == 1, outputs
+
+
+@CRAFTAX
+def test_a_process_that_finds_the_cache_being_written_waits_for_the_whole_file(tmp_path):
+    # The cache file exists from the moment its writer starts. Here this test is the writer: it
+    # holds the lock over a half-written file. A process that reads the file because it exists
+    # fails with EOFError (as a docs page did beside another worker in CI); it must wait, and
+    # here, the writer having given up and removed its half file, draw the textures itself.
+    from filelock import FileLock
+
+    cache = tmp_path / "textures.pbz2"
+    with FileLock(str(cache) + ".lock"):
+        cache.write_bytes(bz2.compress(pickle.dumps(list(range(10**5))))[:1000])
+        command = [sys.executable, "-c", _FIRST_TEXTURE_LOAD, str(cache), "ready"]
+        pipe = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+        proc = subprocess.Popen(command, **pipe)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(2.0)  # the process is past its imports: it is at the lock, or reading
+        cache.unlink()
+    output = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0 and "saved to cache" in output, output
 
 
 @CRAFTAX

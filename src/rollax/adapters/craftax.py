@@ -22,7 +22,6 @@ pixels a block for videos.
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack, suppress
 from types import ModuleType
 from typing import Any
@@ -184,18 +183,17 @@ def _load_textures(constants: ModuleType) -> None:
     At its first use Craftax draws the textures and writes them to a cache file beside its
     package, which a later process reads back. The write is not atomic: a second process
     starting meanwhile (another worker, another process of a multi-process run) finds a
-    half-written file and fails with ``EOFError``. So the first load holds an exclusive lock
-    on a file beside the cache (``filelock``), and a process that waited for it reads a whole
-    file. Where the lock cannot be made (a folder that cannot be written, where Craftax cannot
-    write its cache either) the textures load as they do without rollax.
+    half-written file and fails with ``EOFError``. So every load holds an exclusive lock on a
+    file beside the cache (``filelock``): a process that waited for it reads a whole file. The
+    lock is taken even when the cache exists, since the file appears as soon as its writer
+    starts. Where the lock cannot be made (a folder that cannot be written, where Craftax
+    cannot write its cache either) the textures load as they do without rollax.
     """
     from filelock import FileLock
 
-    path = constants.TEXTURE_CACHE_FILE
     with ExitStack() as held:
-        if not os.path.exists(path):
-            with suppress(OSError):
-                held.enter_context(FileLock(path + ".lock"))
+        with suppress(OSError):
+            held.enter_context(FileLock(constants.TEXTURE_CACHE_FILE + ".lock"))
         constants.load_all_textures()  # cached by Craftax for the rest of the process
 
 
