@@ -59,18 +59,20 @@ def test_single_file_sac_learns_pendulum():
 
 
 @pytest.mark.slow
-def test_single_file_recurrent_ppo_solves_stateless_cartpole():
+def test_single_file_recurrent_ppo_trains_both_policies_and_plays_an_episode():
+    # A short budget: that the example's preset (trained through the same make_ppo) solves
+    # StatelessCartPole where feed-forward PPO cannot is tests/test_recurrent_ppo.py's claim,
+    # at the full budget; this checks that the file runs as a user runs it.
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "recurrent_ppo.py"), "--eval-episodes", "16"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
+        [sys.executable, str(ROOT / "examples" / "recurrent_ppo.py"), "--total-steps", "16384",
+         "--eval-episodes", "4"],
+        capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    lines = result.stdout.strip().splitlines()
+    assert any("feed-forward, 4 frames: eval return" in line for line in lines), result.stdout
     assert "one episode by hand" in result.stdout
-    last = result.stdout.strip().splitlines()[-1]
-    assert last.startswith("eval_return=")
-    assert float(last.removeprefix("eval_return=")) >= 450, result.stdout
+    assert lines[-1].startswith("eval_return=")
+    assert float(lines[-1].removeprefix("eval_return=")) > 0, result.stdout
 
 
 @pytest.mark.slow
