@@ -79,6 +79,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "flashbax": ("flashbax",),
     "rliable": ("rliable",),
     "pygame": ("pygame",),
+    "wandb": ("wandb",),
 }
 _OPTION = "--deselect-missing-extras"
 _RECORDS = pytest.StashKey[list]()  # [nodeid or module path, reason]

@@ -48,6 +48,7 @@ from rollax.training._run import Run, evaluate_state
 from rollax.training._run_dir import is_writer, write_atomic
 from rollax.training._sinks import CsvSink, TensorBoardSink, seed_return_fields
 from rollax.training._sweep import point_labels
+from rollax.training._trackers import open_trackers
 
 __all__ = [
     "COMMON_METRICS",
@@ -155,6 +156,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         )
         for label in points
     ]
+    trackers = open_trackers(directory, rc, run.config_json())  # W&B (--wandb)
     progress = Progress(
         run.algorithm.name.upper(), total, run.env_steps, rc.progress and is_writer()
     )
@@ -180,6 +182,8 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                 row = _row(run, metrics, seconds, chunk, interval)
                 csv_sink.write(run.env_steps, row)
                 tensorboard.write(run.env_steps, row)
+                for tracker in trackers:
+                    tracker.write(run.env_steps, row)
                 for board, point_row in zip(point_boards, _point_rows(run, metrics), strict=True):
                     board.write(run.env_steps, point_row)
                 if not np.asarray(metrics["finite"]).all():
@@ -191,10 +195,10 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                 if stopping:
                     break
                 if run.env_steps - last_ckpt >= ckpt_every and run.env_steps < total:
-                    _checkpoint(run)
+                    _checkpoint(run, trackers)
                     last_ckpt = run.env_steps
             if run.checkpoints.latest_step() != run.env_steps:
-                _checkpoint(run)
+                _checkpoint(run, trackers)
             if rc.eval_episodes and not stopping:
                 # Inside the signal handlers: a signal now ends the run after the evaluation.
                 result = evaluate_state(run, rc.eval_episodes)
@@ -204,6 +208,8 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                     for name in ("deterministic", "stochastic")
                 }
                 tensorboard.scalars(final_returns, run.env_steps)
+                for tracker in trackers:
+                    tracker.scalars(final_returns, run.env_steps)
                 print(
                     f"Trained {run.env_steps} steps per seed; final return over "
                     f"{rc.eval_episodes} episodes per seed: "
@@ -242,6 +248,8 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         tensorboard.close()
         for board in point_boards:
             board.close()
+        for tracker in trackers:
+            tracker.close()
     print(f"Run directory: {directory.path}", file=sys.stderr)
 
 
@@ -357,6 +365,9 @@ def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _checkpoint(run: Run) -> None:
+def _checkpoint(run: Run, trackers: list = ()) -> None:
+    """Save a checkpoint, redraw ``curve.png`` and send it to the trackers."""
     run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
     plot_curve(run.directory.path)
+    for tracker in trackers:
+        tracker.upload(run.directory.curve)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,10 @@ class RunConfig:
     run with the same shapes starts without compiling."""
     progress: bool = True
     """Show a progress bar (steps, steps/s, recent return, time left)."""
+    wandb: str = ""
+    """Weights & Biases project to log the run to as well (pip install 'rollax[wandb]');
+    empty: none. Resume continues the same W&B run; WANDB_MODE=offline keeps it in the run
+    directory's wandb/ for `wandb sync`."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first invalid field and what would be valid."""
@@ -86,6 +91,13 @@ class RunConfig:
             raise ValueError(f"RunConfig.keep_checkpoints must be >= 1, got {value!r}.")
         parse_assignments(self.env_params, "env_params")
         parse_assignments(self.env_options, "env_options")
+        if not isinstance(self.wandb, str):
+            raise ValueError(f"RunConfig.wandb must be a W&B project name, got {self.wandb!r}.")
+        if self.wandb and importlib.util.find_spec("wandb") is None:
+            raise ValueError(
+                f"RunConfig.wandb={self.wandb!r} (--wandb) needs the wandb package: "
+                "pip install 'rollax[wandb]'."
+            )
 
     @property
     def make_options(self) -> dict[str, Any]:
@@ -279,7 +291,10 @@ def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]
     if isinstance(fields, dict):  # runs written before sweeps existed had none
         fields = {"sweep": [], **fields}
     config = decode_config(algorithm.config_type, fields, f"{where}: {section!r}")
-    run_config = decode_config(RunConfig, stored["run"], f"{where}: 'run'")
+    run_fields = stored["run"]
+    if isinstance(run_fields, dict):  # runs written before the trackers existed had none
+        run_fields = {"wandb": "", **run_fields}
+    run_config = decode_config(RunConfig, run_fields, f"{where}: 'run'")
     return algorithm, config, run_config
 
 

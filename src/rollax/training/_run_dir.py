@@ -9,6 +9,8 @@ A run directory holds everything about one run::
       curve.png        the learning curve, redrawn at every checkpoint
       checkpoints/     Orbax checkpoints, one directory per environment step
       eval.json        returns of the final policy (after the budget is spent)
+      trackers.json    with --wandb: the W&B run id and the last step it was sent
+      wandb/           with --wandb: W&B's own files
 
 A kill at any instant leaves every file whole or absent (see :mod:`rollax._files`): JSON and
 PNG files and the header of ``metrics.csv`` are written to a temporary file, synced and
@@ -120,6 +122,16 @@ class RunDirectory:
     def evaluation(self) -> Path:
         """``eval.json``: the final evaluation."""
         return self.path / "eval.json"
+
+    @property
+    def trackers(self) -> Path:
+        """``trackers.json``: the experiment trackers' run ids and the last step each has."""
+        return self.path / "trackers.json"
+
+    @property
+    def wandb(self) -> Path:
+        """``wandb/``: Weights & Biases' own files (offline runs, for ``wandb sync``)."""
+        return self.path / "wandb"
 
     def holds_run(self) -> bool:
         """Whether a run was started here (``config.json`` exists)."""

@@ -1,0 +1,198 @@
+"""Experiment trackers: a run's metrics sent to Weights & Biases beside ``metrics.csv``.
+
+A tracker receives what the run's other sinks receive: every ``metrics.csv`` row, under the
+same names and in the same units (``env_steps`` is the x-axis of every metric), the final
+evaluation's returns, and the learning curve ``curve.png`` after each checkpoint. The run's
+configuration (``config.json``'s content) is the tracker run's config.
+
+Three promises:
+
+- **Resume continues the tracker's run.** Its id is kept in the run directory
+  (``trackers.json``), with the last step it was sent. ``rollax resume`` opens the same run
+  and sends only the rows past that step: the rows between the checkpoint and a kill, which
+  the resumed run computes again bit for bit, are not sent twice, so the tracker's steps stay
+  contiguous.
+- **Only process 0 logs** in a multi-process run (the process that writes the run directory).
+- **A tracker never stops or corrupts training.** Whatever it raises (no network, a full
+  disk, a run closed under it) is said once on stderr, and the run goes on without it;
+  ``metrics.csv`` and TensorBoard still hold every row.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rollax.training._run_dir import RunDirectory, is_writer, write_atomic
+
+__all__ = ["Tracker", "WandbTracker", "open_trackers"]
+
+_OFFLINE_MODES = ("offline", "dryrun", "disabled")
+
+
+class Tracker(abc.ABC):
+    """A run's connection to one experiment tracker; failures turn it off, never the run.
+
+    Subclasses implement ``_log``, ``_log_scalars``, ``_upload`` and ``_close``; the public
+    methods call them through :meth:`_guard`.
+    """
+
+    name = "tracker"
+    """How messages name it."""
+
+    def __init__(self) -> None:
+        self._broken = False
+
+    @property
+    def active(self) -> bool:
+        """Whether the tracker still receives what the run logs."""
+        return not self._broken
+
+    def _guard(self, doing: str, action: Any, *args: Any) -> Any:
+        """``action(*args)``; on any exception, say so once and stop using the tracker."""
+        if self._broken:
+            return None
+        try:
+            return action(*args)
+        except Exception as e:  # a tracker's failure must not end the run
+            self._broken = True
+            print(
+                f"rollax: {self.name} failed while {doing} ({type(e).__name__}: {e}); the run "
+                "goes on without it (metrics.csv and TensorBoard keep every row).",
+                file=sys.stderr,
+            )
+            return None
+
+    def write(self, step: int, row: dict[str, Any]) -> None:
+        """Send a ``metrics.csv`` row (numbers, or ``""`` for none) at environment step ``step``."""
+        self._guard("logging metrics", self._log, step, row)
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        """Send values under their full names (``{"eval/deterministic_return": 500.0}``)."""
+        self._guard("logging the evaluation", self._log_scalars, values, step)
+
+    def upload(self, path: Path) -> None:
+        """Send a file of the run directory (the learning curve), replacing an earlier copy."""
+        if path.is_file():
+            self._guard(f"uploading {path.name}", self._upload, path)
+
+    def close(self) -> None:
+        """Finish the tracker's run (a resume opens it again)."""
+        self._guard("finishing its run", self._close)
+
+    @abc.abstractmethod
+    def _log(self, step: int, row: dict[str, Any]) -> None:
+        """Send a row (the guarded part of :meth:`write`)."""
+
+    @abc.abstractmethod
+    def _log_scalars(self, values: dict[str, float], step: int) -> None:
+        """Send named values (the guarded part of :meth:`scalars`)."""
+
+    @abc.abstractmethod
+    def _upload(self, path: Path) -> None:
+        """Send a file (the guarded part of :meth:`upload`)."""
+
+    @abc.abstractmethod
+    def _close(self) -> None:
+        """Finish the run (the guarded part of :meth:`close`)."""
+
+
+def _numbers(row: dict[str, Any]) -> dict[str, float]:
+    """The row's non-empty cells as floats (every ``metrics.csv`` cell is a number or empty)."""
+    return {k: float(v) for k, v in row.items() if v != ""}
+
+
+class WandbTracker(Tracker):
+    """The run as a Weights & Biases run of ``project`` (``pip install 'rollax[wandb]'``).
+
+    Its id is kept in ``trackers.json`` so that a resume continues it. W&B's own files go to
+    the run directory's ``wandb/``; with ``WANDB_MODE=offline`` they are the whole record,
+    which ``wandb sync RUN_DIR/wandb/offline-run-*`` uploads later. Offline, W&B cannot
+    continue a run: each session of the run (the first, each resume) is an offline segment
+    with the same id, and they hold the rows once between them.
+
+    Args:
+        directory: The run directory.
+        project: The W&B project.
+        config: The run's configuration (``config.json``'s content).
+    """
+
+    name = "Weights & Biases"
+
+    def __init__(self, directory: RunDirectory, project: str, config: dict[str, Any]) -> None:
+        super().__init__()
+        self._directory = directory
+        self._record = _read_record(directory.trackers)
+        entry = self._record.get("wandb", {})
+        self._sent_to = int(entry.get("logged_to", -1))
+        self._run = self._guard("starting its run", self._start, project, entry.get("id"), config)
+
+    def _start(self, project: str, run_id: str | None, config: dict[str, Any]) -> Any:
+        import wandb
+
+        offline = os.environ.get("WANDB_MODE", "").lower() in _OFFLINE_MODES
+        self._directory.wandb.mkdir(parents=True, exist_ok=True)
+        run = wandb.init(
+            project=project,
+            id=run_id,  # None: W&B draws one, kept in trackers.json
+            name=self._directory.path.name,
+            dir=str(self._directory.path),
+            config=config,
+            resume=None if offline else "allow",  # offline W&B cannot resume (and warns)
+            settings=wandb.Settings(console="off"),  # rollax's terminal output stays its own
+        )
+        run.define_metric("env_steps")
+        run.define_metric("*", step_metric="env_steps")
+        self._save_record(run.id, project)
+        return run
+
+    def _save_record(self, run_id: str, project: str) -> None:
+        self._record["wandb"] = {"project": project, "id": run_id, "logged_to": self._sent_to}
+        write_atomic(self._directory.trackers, json.dumps(self._record, indent=2).encode())
+
+    def _log(self, step: int, row: dict[str, Any]) -> None:
+        if self._run is None or step <= self._sent_to:
+            return  # sent before a resume: the resumed run computes the same row again
+        self._run.log({**_numbers(row), "env_steps": step})
+        self._sent_to = step
+        self._save_record(self._run.id, self._run.project)
+
+    def _log_scalars(self, values: dict[str, float], step: int) -> None:
+        if self._run is not None:
+            self._run.log({**values, "env_steps": step})
+
+    def _upload(self, path: Path) -> None:
+        if self._run is not None:
+            self._run.save(str(path), base_path=str(path.parent), policy="now")
+
+    def _close(self) -> None:
+        if self._run is not None:
+            self._run.finish()
+            self._run = None
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    """``trackers.json``'s content (empty without one)."""
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def open_trackers(directory: RunDirectory, run_config: Any, config: dict[str, Any]) -> list:
+    """The trackers a run's :class:`~rollax.training.RunConfig` asks for, on process 0 only.
+
+    Args:
+        directory: The run directory.
+        run_config: The run's ``RunConfig`` (its ``wandb`` field).
+        config: The run's configuration, as ``config.json`` holds it.
+    """
+    if not is_writer():
+        return []
+    trackers: list[Tracker] = []
+    if run_config.wandb:
+        trackers.append(WandbTracker(directory, run_config.wandb, config))
+    return trackers

@@ -1,0 +1,158 @@
+"""Experiment trackers: a run logged to Weights & Biases (offline, for real) as to metrics.csv.
+
+No network is reachable here, so W&B runs in offline mode, where it writes each session of a
+run to ``RUN_DIR/wandb/offline-run-*/run-ID.wandb``. Offline W&B cannot continue a run, so a
+resumed run is a second offline segment: the tests check that the segments share one run id,
+and that between them they hold every row of ``metrics.csv`` once, at contiguous steps.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from rollax.agents.ppo import PPOConfig
+from rollax.training import RunConfig, resume, train
+from rollax.training._run_dir import read_metrics
+
+pytestmark = pytest.mark.extra("wandb")
+
+CONFIG = PPOConfig(
+    num_envs=4, num_steps=16, num_epochs=1, num_minibatches=1, hidden_sizes=(8,),
+    total_steps=256,
+)  # fmt: skip
+"""64 environment steps per iteration: rows at 64, 128, 192 and 256."""
+
+
+@pytest.fixture(autouse=True)
+def offline_wandb(monkeypatch, tmp_path):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
+    monkeypatch.setenv("WANDB_DATA_DIR", str(tmp_path / "wandb-data"))
+
+
+def _records(path: Path) -> list[bytes]:
+    """The records of a W&B transaction log (``run-ID.wandb``): LevelDB's log format after
+    W&B's 7-byte header, in 32 KiB blocks of chunks (CRC, length, type; 1 or 4 end one)."""
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", path
+    records, pending, pos = [], b"", 7
+    while pos + 7 <= len(data):
+        left = 32768 - pos % 32768
+        if left < 7:  # a block's tail too short for a chunk header is padding
+            pos += left
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        pending += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # a whole record, or the last chunk of one
+            records.append(pending)
+            pending = b""
+    return records
+
+
+def _segments(run_dir: Path) -> list[dict]:
+    """Each offline segment of the run, in order: its id, config and logged rows."""
+    from wandb.proto import wandb_internal_pb2
+
+    segments = []
+    for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
+        segment = {"id": None, "config": {}, "rows": []}
+        for data in _records(path):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(data)
+            kind = record.WhichOneof("record_type")
+            if kind == "run":
+                segment["id"] = record.run.run_id
+                updates = record.run.config.update
+                segment["config"] = {u.key: json.loads(u.value_json) for u in updates}
+            elif kind == "history":
+                items = record.history.item
+                segment["rows"].append(
+                    {(i.key or "/".join(i.nested_key)): json.loads(i.value_json) for i in items}
+                )
+        segments.append(segment)
+    return segments
+
+
+class Crash(Exception):
+    """What the callback raises to end a run between checkpoints, as a kill would."""
+
+
+def test_a_resumed_run_continues_its_wandb_run_with_every_row_once(tmp_path):
+    run_dir = tmp_path / "run"
+    run_config = RunConfig(
+        run_dir=str(run_dir), log_every=64, checkpoint_every=128, eval_episodes=2,
+        progress=False, wandb="rollax-tests",
+    )  # fmt: skip
+
+    def crash_after_192(run, row):
+        if run.env_steps == 192:  # sent to W&B, past the checkpoint at 128
+            raise Crash
+
+    with pytest.raises(Crash):
+        train(CONFIG, run_config, callback=crash_after_192)
+    resume(run_dir)
+
+    first, second = _segments(run_dir)
+    assert first["id"] and first["id"] == second["id"]
+    assert first["config"]["algo"] == "ppo" and first["config"]["run"]["wandb"] == "rollax-tests"
+    _, csv_rows = read_metrics(run_dir / "metrics.csv")
+    trained = [r for s in (first, second) for r in s["rows"] if "episodes" in r]
+    # Row 192 was computed twice (the resume restarted from 128) but sent once.
+    assert [r["env_steps"] for r in trained] == [int(r["env_steps"]) for r in csv_rows]
+    assert [r["env_steps"] for r in trained] == [64, 128, 192, 256]
+    for sent, row in zip(trained, csv_rows, strict=True):
+        for name in ("updates", "episodes", "entropy", "value_loss"):  # metrics.csv's names
+            assert sent[name] == pytest.approx(float(row[name])), name
+    evaluation = [r for r in second["rows"] if "eval/deterministic_return" in r]
+    assert evaluation and evaluation[0]["env_steps"] == 256
+    record = json.loads((run_dir / "trackers.json").read_text())
+    assert record["wandb"] == {"project": "rollax-tests", "id": first["id"], "logged_to": 256}
+
+
+def test_a_tracker_failing_mid_run_is_said_once_and_the_run_goes_on(tmp_path, capsys):
+    import wandb
+
+    run_dir = tmp_path / "run"
+    run_config = RunConfig(
+        run_dir=str(run_dir), log_every=64, checkpoint_every=128, eval_episodes=2,
+        progress=False, wandb="rollax-tests",
+    )  # fmt: skip
+
+    def finish_wandb_at_128(run, row):
+        if run.env_steps == 128:
+            wandb.finish()  # the W&B run ends under rollax: every later call to it raises
+
+    train(CONFIG, run_config, callback=finish_wandb_at_128)
+    err = capsys.readouterr().err
+    assert err.count("Weights & Biases failed") == 1, err
+    assert "the run goes on without it" in err
+    _, rows = read_metrics(run_dir / "metrics.csv")
+    assert [int(r["env_steps"]) for r in rows] == [64, 128, 192, 256]
+    assert (run_dir / "eval.json").is_file()
+    (segment,) = _segments(run_dir)
+    assert [r["env_steps"] for r in segment["rows"]] == [64, 128]
+
+
+def test_a_wandb_project_that_is_not_a_name_is_refused():
+    with pytest.raises(ValueError, match=r"RunConfig.wandb must be a W&B project name, got 3"):
+        RunConfig(wandb=3).validate()
+
+
+def test_a_run_written_before_the_trackers_existed_still_loads(tmp_path):
+    from rollax.training import config_to_json
+    from rollax.training._run import read_run_config
+    from rollax.training._run_dir import RunDirectory
+
+    run = config_to_json(RunConfig())
+    del run["wandb"]  # what config.json held before
+    stored = {"algo": "ppo", "env": "CartPole-v1", "config": config_to_json(CONFIG), "run": run}
+    (tmp_path / "config.json").write_text(json.dumps(stored))
+    _, config, run_config = read_run_config(RunDirectory(tmp_path))
+    assert run_config == RunConfig() and config == CONFIG
