@@ -80,6 +80,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "rliable": ("rliable",),
     "pygame": ("pygame",),
     "wandb": ("wandb",),
+    "mlflow": ("mlflow", "sqlalchemy", "alembic"),
 }
 _OPTION = "--deselect-missing-extras"
 _RECORDS = pytest.StashKey[list]()  # [nodeid or module path, reason]

@@ -1,9 +1,10 @@
-"""Experiment trackers: a run logged to Weights & Biases (offline, for real) as to metrics.csv.
+"""Experiment trackers: a run logged to Weights & Biases and MLflow, for real, as to metrics.csv.
 
 No network is reachable here, so W&B runs in offline mode, where it writes each session of a
 run to ``RUN_DIR/wandb/offline-run-*/run-ID.wandb``. Offline W&B cannot continue a run, so a
 resumed run is a second offline segment: the tests check that the segments share one run id,
 and that between them they hold every row of ``metrics.csv`` once, at contiguous steps.
+MLflow logs to a local ``sqlite:///`` store, which the tests read back with MLflow's client.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rollax.agents.ppo import PPOConfig
 from rollax.training import RunConfig, resume, train
 from rollax.training._run_dir import read_metrics
 
-pytestmark = pytest.mark.extra("wandb")
+pytestmark = pytest.mark.extra("wandb", "mlflow")
 
 CONFIG = PPOConfig(
     num_envs=4, num_steps=16, num_epochs=1, num_minibatches=1, hidden_sizes=(8,),
@@ -28,7 +29,9 @@ CONFIG = PPOConfig(
 
 
 @pytest.fixture(autouse=True)
-def offline_wandb(monkeypatch, tmp_path):
+def offline_trackers(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # MLflow keeps artifacts under the working directory
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
@@ -84,65 +87,106 @@ class Crash(Exception):
     """What the callback raises to end a run between checkpoints, as a kill would."""
 
 
-def test_a_resumed_run_continues_its_wandb_run_with_every_row_once(tmp_path):
-    run_dir = tmp_path / "run"
+def _mlflow_history(uri: str, run_id: str, name: str) -> list[tuple[int, float]]:
+    from mlflow.tracking import MlflowClient
+
+    history = MlflowClient(tracking_uri=uri).get_metric_history(run_id, name)
+    return sorted((m.step, m.value) for m in history)
+
+
+def test_a_resumed_run_continues_its_tracker_runs_with_every_row_once(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    run_dir, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlflow.db'}"
     run_config = RunConfig(
         run_dir=str(run_dir), log_every=64, checkpoint_every=128, eval_episodes=2,
-        progress=False, wandb="rollax-tests",
+        progress=False, wandb="rollax-tests", mlflow=uri,
     )  # fmt: skip
 
     def crash_after_192(run, row):
-        if run.env_steps == 192:  # sent to W&B, past the checkpoint at 128
+        if run.env_steps == 192:  # sent to the trackers, past the checkpoint at 128
             raise Crash
 
     with pytest.raises(Crash):
         train(CONFIG, run_config, callback=crash_after_192)
     resume(run_dir)
+    _, csv_rows = read_metrics(run_dir / "metrics.csv")
+    steps = [int(r["env_steps"]) for r in csv_rows]
+    assert steps == [64, 128, 192, 256]
+    record = json.loads((run_dir / "trackers.json").read_text())
 
+    # W&B: two offline segments of one run, the row at 192 (computed twice) sent once.
     first, second = _segments(run_dir)
     assert first["id"] and first["id"] == second["id"]
     assert first["config"]["algo"] == "ppo" and first["config"]["run"]["wandb"] == "rollax-tests"
-    _, csv_rows = read_metrics(run_dir / "metrics.csv")
     trained = [r for s in (first, second) for r in s["rows"] if "episodes" in r]
-    # Row 192 was computed twice (the resume restarted from 128) but sent once.
-    assert [r["env_steps"] for r in trained] == [int(r["env_steps"]) for r in csv_rows]
-    assert [r["env_steps"] for r in trained] == [64, 128, 192, 256]
+    assert [r["env_steps"] for r in trained] == steps
     for sent, row in zip(trained, csv_rows, strict=True):
         for name in ("updates", "episodes", "entropy", "value_loss"):  # metrics.csv's names
             assert sent[name] == pytest.approx(float(row[name])), name
     evaluation = [r for r in second["rows"] if "eval/deterministic_return" in r]
     assert evaluation and evaluation[0]["env_steps"] == 256
-    record = json.loads((run_dir / "trackers.json").read_text())
     assert record["wandb"] == {"project": "rollax-tests", "id": first["id"], "logged_to": 256}
+
+    # MLflow: one run, finished, each row once, the config as params, the curve as artifact.
+    run_id = record["mlflow"]["id"]
+    assert record["mlflow"] == {"uri": uri, "id": run_id, "logged_to": 256}
+    for name in ("updates", "episodes", "entropy", "value_loss"):
+        assert _mlflow_history(uri, run_id, name) == [
+            (int(r["env_steps"]), pytest.approx(float(r[name]))) for r in csv_rows
+        ], name
+    assert [s for s, _ in _mlflow_history(uri, run_id, "eval/deterministic_return")] == [256]
+    client = MlflowClient(tracking_uri=uri)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED" and run.info.run_name == "run"
+    assert run.data.params["algo"] == "ppo" and run.data.params["config.num_envs"] == "4"
+    assert client.get_experiment(run.info.experiment_id).name == "rollax"
+    assert [a.path for a in client.list_artifacts(run_id)] == ["curve.png"]
 
 
 def test_a_tracker_failing_mid_run_is_said_once_and_the_run_goes_on(tmp_path, capsys):
     import wandb
+    from mlflow.tracking import MlflowClient
 
-    run_dir = tmp_path / "run"
+    run_dir, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlflow.db'}"
     run_config = RunConfig(
         run_dir=str(run_dir), log_every=64, checkpoint_every=128, eval_episodes=2,
-        progress=False, wandb="rollax-tests",
+        progress=False, wandb="rollax-tests", mlflow=uri,
     )  # fmt: skip
 
-    def finish_wandb_at_128(run, row):
-        if run.env_steps == 128:
-            wandb.finish()  # the W&B run ends under rollax: every later call to it raises
+    def end_the_tracker_runs_at_128(run, row):
+        if run.env_steps == 128:  # each tracker's run ends under rollax: later calls raise
+            wandb.finish()
+            mlflow_id = json.loads((run_dir / "trackers.json").read_text())["mlflow"]["id"]
+            MlflowClient(tracking_uri=uri).delete_run(mlflow_id)
 
-    train(CONFIG, run_config, callback=finish_wandb_at_128)
+    train(CONFIG, run_config, callback=end_the_tracker_runs_at_128)
     err = capsys.readouterr().err
-    assert err.count("Weights & Biases failed") == 1, err
+    for name in ("Weights & Biases", "MLflow"):
+        assert err.count(f"{name} failed") == 1, err
     assert "the run goes on without it" in err
     _, rows = read_metrics(run_dir / "metrics.csv")
     assert [int(r["env_steps"]) for r in rows] == [64, 128, 192, 256]
     assert (run_dir / "eval.json").is_file()
     (segment,) = _segments(run_dir)
     assert [r["env_steps"] for r in segment["rows"]] == [64, 128]
+    mlflow_id = json.loads((run_dir / "trackers.json").read_text())["mlflow"]["id"]
+    assert [s for s, _ in _mlflow_history(uri, mlflow_id, "updates")] == [64, 128]
 
 
-def test_a_wandb_project_that_is_not_a_name_is_refused():
+def test_sweep_members_keep_their_names_within_what_mlflow_allows():
+    from rollax.training._trackers import _mlflow_name
+
+    name = "episode_return[learning_rate=0.001 ent_coef=0]_seed1"
+    assert _mlflow_name(name) == "episode_return/learning_rate:0.001 ent_coef:0/seed1"
+    assert _mlflow_name("eval/deterministic_return") == "eval/deterministic_return"
+
+
+def test_tracker_settings_that_are_not_text_are_refused():
     with pytest.raises(ValueError, match=r"RunConfig.wandb must be a W&B project name, got 3"):
         RunConfig(wandb=3).validate()
+    with pytest.raises(ValueError, match=r"RunConfig.mlflow must be a tracking URI, got \['x'\]"):
+        RunConfig(mlflow=["x"]).validate()
 
 
 def test_a_run_written_before_the_trackers_existed_still_loads(tmp_path):
@@ -151,7 +195,7 @@ def test_a_run_written_before_the_trackers_existed_still_loads(tmp_path):
     from rollax.training._run_dir import RunDirectory
 
     run = config_to_json(RunConfig())
-    del run["wandb"]  # what config.json held before
+    del run["wandb"], run["mlflow"]  # what config.json held before
     stored = {"algo": "ppo", "env": "CartPole-v1", "config": config_to_json(CONFIG), "run": run}
     (tmp_path / "config.json").write_text(json.dumps(stored))
     _, config, run_config = read_run_config(RunDirectory(tmp_path))

@@ -79,6 +79,10 @@ class RunConfig:
     """Weights & Biases project to log the run to as well (pip install 'rollax[wandb]');
     empty: none. Resume continues the same W&B run; WANDB_MODE=offline keeps it in the run
     directory's wandb/ for `wandb sync`."""
+    mlflow: str = ""
+    """MLflow tracking URI to log the run to as well, e.g. sqlite:///mlflow.db or
+    http://host:5000 (pip install 'rollax[mlflow]'); empty: none. The experiment is
+    $MLFLOW_EXPERIMENT_NAME, or rollax. Resume continues the same MLflow run."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first invalid field and what would be valid."""
@@ -93,11 +97,14 @@ class RunConfig:
         parse_assignments(self.env_options, "env_options")
         if not isinstance(self.wandb, str):
             raise ValueError(f"RunConfig.wandb must be a W&B project name, got {self.wandb!r}.")
-        if self.wandb and importlib.util.find_spec("wandb") is None:
-            raise ValueError(
-                f"RunConfig.wandb={self.wandb!r} (--wandb) needs the wandb package: "
-                "pip install 'rollax[wandb]'."
-            )
+        if not isinstance(self.mlflow, str):
+            raise ValueError(f"RunConfig.mlflow must be a tracking URI, got {self.mlflow!r}.")
+        for name, package, extra in (("wandb", "wandb", "wandb"), ("mlflow", "mlflow", "mlflow")):
+            if getattr(self, name) and importlib.util.find_spec(package) is None:
+                raise ValueError(
+                    f"RunConfig.{name}={getattr(self, name)!r} (--{name}) needs the {package} "
+                    f"package: pip install 'rollax[{extra}]'."
+                )
 
     @property
     def make_options(self) -> dict[str, Any]:
@@ -293,7 +300,7 @@ def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]
     config = decode_config(algorithm.config_type, fields, f"{where}: {section!r}")
     run_fields = stored["run"]
     if isinstance(run_fields, dict):  # runs written before the trackers existed had none
-        run_fields = {"wandb": "", **run_fields}
+        run_fields = {"wandb": "", "mlflow": "", **run_fields}
     run_config = decode_config(RunConfig, run_fields, f"{where}: 'run'")
     return algorithm, config, run_config
 

@@ -1,4 +1,4 @@
-"""Experiment trackers: a run's metrics sent to Weights & Biases beside ``metrics.csv``.
+"""Experiment trackers: a run's metrics sent to Weights & Biases and MLflow beside ``metrics.csv``.
 
 A tracker receives what the run's other sinks receive: every ``metrics.csv`` row, under the
 same names and in the same units (``env_steps`` is the x-axis of every metric), the final
@@ -24,12 +24,13 @@ import abc
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from rollax.training._run_dir import RunDirectory, is_writer, write_atomic
 
-__all__ = ["Tracker", "WandbTracker", "open_trackers"]
+__all__ = ["MlflowTracker", "Tracker", "TrackerRecord", "WandbTracker", "open_trackers"]
 
 _OFFLINE_MODES = ("offline", "dryrun", "disabled")
 
@@ -123,11 +124,13 @@ class WandbTracker(Tracker):
 
     name = "Weights & Biases"
 
-    def __init__(self, directory: RunDirectory, project: str, config: dict[str, Any]) -> None:
+    def __init__(
+        self, directory: RunDirectory, record: TrackerRecord, project: str, config: dict[str, Any]
+    ) -> None:
         super().__init__()
         self._directory = directory
-        self._record = _read_record(directory.trackers)
-        entry = self._record.get("wandb", {})
+        self._record = record
+        entry = record.get("wandb")
         self._sent_to = int(entry.get("logged_to", -1))
         self._run = self._guard("starting its run", self._start, project, entry.get("id"), config)
 
@@ -151,8 +154,7 @@ class WandbTracker(Tracker):
         return run
 
     def _save_record(self, run_id: str, project: str) -> None:
-        self._record["wandb"] = {"project": project, "id": run_id, "logged_to": self._sent_to}
-        write_atomic(self._directory.trackers, json.dumps(self._record, indent=2).encode())
+        self._record.put("wandb", {"project": project, "id": run_id, "logged_to": self._sent_to})
 
     def _log(self, step: int, row: dict[str, Any]) -> None:
         if self._run is None or step <= self._sent_to:
@@ -175,11 +177,137 @@ class WandbTracker(Tracker):
             self._run = None
 
 
-def _read_record(path: Path) -> dict[str, Any]:
-    """``trackers.json``'s content (empty without one)."""
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text())
+class MlflowTracker(Tracker):
+    """The run as an MLflow run at tracking URI ``uri`` (``pip install 'rollax[mlflow]'``).
+
+    The run goes to the experiment named by ``MLFLOW_EXPERIMENT_NAME`` (``"rollax"`` without
+    it), named after the run directory; its id is kept in ``trackers.json`` so that a resume
+    continues it. The configuration is the run's params (``config.learning_rate``,
+    ``run.seed``, ...), logged when the run is created. Metric names are ``metrics.csv``'s,
+    except for the characters MLflow refuses: a sweep member's return
+    ``episode_return[learning_rate=0.001]_seed0`` is ``episode_return/learning_rate:0.001/seed0``.
+    Artifacts (``curve.png``) go where the experiment keeps them (MLflow's default: under the
+    working directory).
+
+    Args:
+        directory: The run directory.
+        uri: The tracking URI (``sqlite:///mlflow.db``, ``http://host:5000``, ...).
+        config: The run's configuration (``config.json``'s content).
+    """
+
+    name = "MLflow"
+
+    def __init__(
+        self, directory: RunDirectory, record: TrackerRecord, uri: str, config: dict[str, Any]
+    ) -> None:
+        super().__init__()
+        self._directory = directory
+        self._record = record
+        self._uri = uri
+        entry = record.get("mlflow")
+        self._sent_to = int(entry.get("logged_to", -1))
+        self._client: Any = None
+        self._run_id: str | None = None
+        self._guard("starting its run", self._start, uri, entry.get("id"), config)
+
+    def _start(self, uri: str, run_id: str | None, config: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=uri)
+        if run_id is None:
+            name = os.environ.get("MLFLOW_EXPERIMENT_NAME", "rollax")
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                experiment_id = client.create_experiment(name)
+            else:
+                experiment_id = experiment.experiment_id
+            run = client.create_run(experiment_id, run_name=self._directory.path.name)
+            run_id = run.info.run_id
+            params = [Param(k, v) for k, v in _flatten(config)]
+            for start in range(0, len(params), 100):  # MLflow's most params per batch
+                client.log_batch(run_id, params=params[start : start + 100])
+        else:
+            client.update_run(run_id, status="RUNNING")
+        self._client, self._run_id = client, run_id
+        self._save_record()
+
+    def _save_record(self) -> None:
+        entry = {"uri": self._uri, "id": self._run_id, "logged_to": self._sent_to}
+        self._record.put("mlflow", entry)
+
+    def _send(self, values: dict[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        stamp = int(time.time() * 1000)
+        metrics = [Metric(_mlflow_name(k), v, stamp, step) for k, v in values.items()]
+        for start in range(0, len(metrics), 1000):  # MLflow's most metrics per batch
+            self._client.log_batch(self._run_id, metrics=metrics[start : start + 1000])
+
+    def _log(self, step: int, row: dict[str, Any]) -> None:
+        if self._run_id is None or step <= self._sent_to:
+            return  # sent before a resume: the resumed run computes the same row again
+        self._send(_numbers(row), step)
+        self._sent_to = step
+        self._save_record()
+
+    def _log_scalars(self, values: dict[str, float], step: int) -> None:
+        if self._run_id is not None:
+            self._send(values, step)
+
+    def _upload(self, path: Path) -> None:
+        if self._run_id is not None:
+            self._client.log_artifact(self._run_id, str(path))
+
+    def _close(self) -> None:
+        if self._run_id is not None:
+            self._client.set_terminated(self._run_id, "FINISHED")
+            self._run_id = None
+
+
+def _mlflow_name(name: str) -> str:
+    """A ``metrics.csv`` name in the characters MLflow allows.
+
+    MLflow refuses ``[``, ``]`` and ``=``: ``episode_return[lr=0.001]_seed0`` becomes
+    ``episode_return/lr:0.001/seed0``.
+    """
+    return name.replace("]_", "/").replace("[", "/").replace("]", "/").replace("=", ":")
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """``{"config": {"lr": 0.001}}`` as ``[("config.lr", "0.001")]``, values as JSON text."""
+    pairs = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            pairs += _flatten(value, f"{prefix}{key}.")
+        else:
+            text = value if isinstance(value, str) else json.dumps(value)
+            pairs.append((f"{prefix}{key}", text[:6000]))  # MLflow's longest param value
+    return pairs
+
+
+class TrackerRecord:
+    """``trackers.json``: each tracker's run id and the last step sent to it.
+
+    A run's trackers share one: each rewrites the whole file (atomically) with its own entry
+    updated.
+
+    Args:
+        path: The file (read if it exists).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._entries: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+
+    def get(self, tracker: str) -> dict[str, Any]:
+        """What the file holds for ``tracker`` (``"wandb"``, ``"mlflow"``); empty if nothing."""
+        return dict(self._entries.get(tracker, {}))
+
+    def put(self, tracker: str, entry: dict[str, Any]) -> None:
+        """Replace ``tracker``'s entry and write the file."""
+        self._entries[tracker] = entry
+        write_atomic(self._path, json.dumps(self._entries, indent=2).encode())
 
 
 def open_trackers(directory: RunDirectory, run_config: Any, config: dict[str, Any]) -> list:
@@ -187,12 +315,15 @@ def open_trackers(directory: RunDirectory, run_config: Any, config: dict[str, An
 
     Args:
         directory: The run directory.
-        run_config: The run's ``RunConfig`` (its ``wandb`` field).
+        run_config: The run's ``RunConfig`` (its ``wandb`` and ``mlflow`` fields).
         config: The run's configuration, as ``config.json`` holds it.
     """
     if not is_writer():
         return []
     trackers: list[Tracker] = []
+    record = TrackerRecord(directory.trackers)
     if run_config.wandb:
-        trackers.append(WandbTracker(directory, run_config.wandb, config))
+        trackers.append(WandbTracker(directory, record, run_config.wandb, config))
+    if run_config.mlflow:
+        trackers.append(MlflowTracker(directory, record, run_config.mlflow, config))
     return trackers
