@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rollax.agents.ppo import PPOConfig
-from rollax.training import RunConfig, resume, train
+from rollax.training import RunConfig, resume, train, write_video
 from rollax.training._run_dir import read_metrics
 
 pytestmark = pytest.mark.extra("wandb", "mlflow")
@@ -142,6 +142,12 @@ def test_a_resumed_run_continues_its_tracker_runs_with_every_row_once(tmp_path):
     assert run.data.params["algo"] == "ppo" and run.data.params["config.num_envs"] == "4"
     assert client.get_experiment(run.info.experiment_id).name == "rollax"
     assert [a.path for a in client.list_artifacts(run_id)] == ["curve.png"]
+
+    # A video of the run goes to the same tracker runs.
+    write_video(run_dir, tmp_path / "episode.gif")
+    assert sorted(a.path for a in client.list_artifacts(run_id)) == ["curve.png", "episode.gif"]
+    *_, third = sorted((run_dir / "wandb").glob("offline-run-*"))
+    assert (third / "files" / "episode.gif").is_file() and third.name.endswith(first["id"])
 
 
 def test_a_tracker_failing_mid_run_is_said_once_and_the_run_goes_on(tmp_path, capsys):

@@ -443,12 +443,22 @@ def evaluate_run(directory: str | Path, episodes: int = 32) -> dict[str, Any]:
 def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple[Path, float]:
     """Record one episode of the newest checkpoint's deterministic policy (seed 0).
 
+    A run logged to trackers (``--wandb``, ``--mlflow``) gets the video there too, in the
+    same tracker runs.
+
     Returns:
         ``(path, episode_return)``.
 
     Raises:
         ValueError: an unsupported extension, or an environment that cannot be recorded.
     """
+    from rollax.training._trackers import open_trackers
+
     path = check_video_path(path, directory)
     run = load_run(directory)
-    return write_agent_video(run.agent, run.state, run_keys(run.run_config.seed).video, path, fps)
+    video_key = run_keys(run.run_config.seed).video
+    path, episode_return = write_agent_video(run.agent, run.state, video_key, path, fps)
+    for tracker in open_trackers(run.directory, run.run_config, run.config_json()):
+        tracker.upload(Path(path))
+        tracker.close()
+    return path, episode_return
