@@ -1,15 +1,16 @@
 """Several processes as one run (``jax.distributed`` on loopback), as a user starts them.
 
 Two ``rollax train`` processes with 2 CPU devices each train one seed over 4 shards. They
-agree with a single process on 4 devices, only process 0 writes run files, a SIGTERM to
-one of them stops both at the same step with one complete checkpoint, ``rollax resume``
-continues to the bits of a run that never stopped, and the checkpoint of two processes
-restores in one.
+agree with a single process on 4 devices, only process 0 writes run files (and logs to
+W&B), a SIGTERM to one of them stops both at the same step with one complete checkpoint,
+``rollax resume`` continues to the bits of a run that never stopped, and the checkpoint of
+two processes restores in one.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import socket
@@ -84,16 +85,23 @@ def rows(run_dir: Path) -> list[dict[str, str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.extra("wandb")
 def test_two_processes_train_stop_together_and_resume_bit_for_bit(tmp_path, env):
     whole, stopped, single = tmp_path / "whole", tmp_path / "stopped", tmp_path / "single"
 
-    # An uninterrupted run of two processes.
-    results = finish(two_processes(["train", "ppo", *OPTIONS, "--run-dir", str(whole)], env))
+    # An uninterrupted run of two processes, logged to W&B (offline).
+    wandb = {f"WANDB_{k}_DIR": str(tmp_path / f"wandb-{k.lower()}") for k in ("CONFIG", "CACHE")}
+    tracked = {**env, **wandb, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    command = ["train", "ppo", *OPTIONS, "--run-dir", str(whole), "--wandb", "rollax-tests"]
+    results = finish(two_processes(command, tracked))
     assert [code for code, _ in results] == [0, 0], results[0][1][-2000:] + results[1][1][-2000:]
-    # Only process 0 wrote run files: one TensorBoard file, each metrics row once.
+    # Only process 0 wrote run files: one TensorBoard file, each metrics row once; and only
+    # it logged to W&B: one offline run, sent every row.
     assert len(list((whole / "tb").iterdir())) == 1
     steps = [int(r["env_steps"]) for r in rows(whole)]
     assert steps == sorted(set(steps)) and steps[-1] == 8192
+    assert len(list((whole / "wandb").glob("offline-run-*"))) == 1
+    assert json.loads((whole / "trackers.json").read_text())["wandb"]["logged_to"] == 8192
 
     # The same run in one process on 4 devices agrees (reduction order aside).
     one = start(["train", "ppo", *OPTIONS, "--run-dir", str(single)], env, 4, [])

@@ -162,7 +162,7 @@ def test_a_tracker_failing_mid_run_is_said_once_and_the_run_goes_on(tmp_path, ca
 
     def end_the_tracker_runs_at_128(run, row):
         if run.env_steps == 128:  # each tracker's run ends under rollax: later calls raise
-            wandb.finish()
+            wandb.teardown()  # W&B's service shuts down
             mlflow_id = json.loads((run_dir / "trackers.json").read_text())["mlflow"]["id"]
             MlflowClient(tracking_uri=uri).delete_run(mlflow_id)
 
@@ -181,11 +181,28 @@ def test_a_tracker_failing_mid_run_is_said_once_and_the_run_goes_on(tmp_path, ca
 
 
 def test_sweep_members_keep_their_names_within_what_mlflow_allows():
+    from mlflow.utils.validation import _validate_metric_name
+
     from rollax.training._trackers import _mlflow_name
 
     name = "episode_return[learning_rate=0.001 ent_coef=0]_seed1"
     assert _mlflow_name(name) == "episode_return/learning_rate:0.001 ent_coef:0/seed1"
     assert _mlflow_name("eval/deterministic_return") == "eval/deterministic_return"
+    assert _mlflow_name("episode_return[lr=1e+3 gamma=0.99]_seed0") == (
+        "episode_return/lr:1e_3 gamma:0.99/seed0"
+    )
+    for name in ("episode_return[lr=1e+3 gamma=0.99]_seed0", "episode_return[x=(1, 2)]_seed3"):
+        _validate_metric_name(_mlflow_name(name))  # MLflow's own check: raises if refused
+
+
+def test_a_damaged_tracker_record_starts_new_tracker_runs(tmp_path, capsys):
+    from rollax.training._trackers import TrackerRecord
+
+    (tmp_path / "trackers.json").write_text('{"wandb": ')  # cut short by hand
+    record = TrackerRecord(tmp_path / "trackers.json")
+    assert record.get("wandb") == {} and "trackers start new runs" in capsys.readouterr().err
+    (tmp_path / "trackers.json").write_text('{"wandb": 3}')
+    assert TrackerRecord(tmp_path / "trackers.json").get("wandb") == {}
 
 
 def test_tracker_settings_that_are_not_text_are_refused():

@@ -156,7 +156,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         )
         for label in points
     ]
-    trackers = open_trackers(directory, rc, run.config_json())  # W&B (--wandb)
+    trackers: list = []
     progress = Progress(
         run.algorithm.name.upper(), total, run.env_steps, rc.progress and is_writer()
     )
@@ -165,6 +165,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     if agent.num_seeds > 1 and is_writer():
         print(f"rollax: training {_members(run)} on {_devices(agent.layout)}.", file=sys.stderr)
     try:
+        trackers = open_trackers(directory, rc, run.config_json())  # --wandb, --mlflow
         with _stop_requests() as stops:
             stopping = asked = False
             while run.env_steps < total and not stopping:

@@ -444,7 +444,7 @@ def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple
     """Record one episode of the newest checkpoint's deterministic policy (seed 0).
 
     A run logged to trackers (``--wandb``, ``--mlflow``) gets the video there too, in the
-    same tracker runs.
+    tracker runs it already has.
 
     Returns:
         ``(path, episode_return)``.
@@ -458,7 +458,7 @@ def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple
     run = load_run(directory)
     video_key = run_keys(run.run_config.seed).video
     path, episode_return = write_agent_video(run.agent, run.state, video_key, path, fps)
-    for tracker in open_trackers(run.directory, run.run_config, run.config_json()):
+    for tracker in open_trackers(run.directory, run.run_config, {}, continuing_only=True):
         tracker.upload(Path(path))
         tracker.close()
     return path, episode_return

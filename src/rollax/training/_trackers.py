@@ -11,7 +11,8 @@ Three promises:
   (``trackers.json``), with the last step it was sent. ``rollax resume`` opens the same run
   and sends only the rows past that step: the rows between the checkpoint and a kill, which
   the resumed run computes again bit for bit, are not sent twice, so the tracker's steps stay
-  contiguous.
+  contiguous. (A kill in the instant between sending a row and recording it can leave that
+  one row sent twice, never lost.)
 - **Only process 0 logs** in a multi-process run (the process that writes the run directory).
 - **A tracker never stops or corrupts training.** Whatever it raises (no network, a full
   disk, a run closed under it) is said once on stderr, and the run goes on without it;
@@ -21,8 +22,11 @@ Three promises:
 from __future__ import annotations
 
 import abc
+import contextlib
+import glob
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -38,8 +42,8 @@ _OFFLINE_MODES = ("offline", "dryrun", "disabled")
 class Tracker(abc.ABC):
     """A run's connection to one experiment tracker; failures turn it off, never the run.
 
-    Subclasses implement ``_log``, ``_log_scalars``, ``_upload`` and ``_close``; the public
-    methods call them through :meth:`_guard`.
+    Subclasses implement ``_log``, ``_log_scalars``, ``_upload``, ``_close`` and ``_abandon``;
+    the public methods call them through :meth:`_guard`.
     """
 
     name = "tracker"
@@ -66,7 +70,13 @@ class Tracker(abc.ABC):
                 "goes on without it (metrics.csv and TensorBoard keep every row).",
                 file=sys.stderr,
             )
+            with contextlib.suppress(Exception):
+                self._abandon()
             return None
+
+    @abc.abstractmethod
+    def _abandon(self) -> None:
+        """Release what the tracker holds after a failure (best effort; errors are ignored)."""
 
     def write(self, step: int, row: dict[str, Any]) -> None:
         """Send a ``metrics.csv`` row (numbers, or ``""`` for none) at environment step ``step``."""
@@ -125,18 +135,28 @@ class WandbTracker(Tracker):
     name = "Weights & Biases"
 
     def __init__(
-        self, directory: RunDirectory, record: TrackerRecord, project: str, config: dict[str, Any]
+        self,
+        directory: RunDirectory,
+        record: TrackerRecord,
+        project: str,
+        config: dict[str, Any],
+        continuing_only: bool = False,
     ) -> None:
         super().__init__()
         self._directory = directory
         self._record = record
-        entry = record.get("wandb")
-        self._sent_to = int(entry.get("logged_to", -1))
-        self._run = self._guard("starting its run", self._start, project, entry.get("id"), config)
+        self._sent_to = -1
+        self._run: Any = None
+        self._guard("starting its run", self._start, project, config, continuing_only)
 
-    def _start(self, project: str, run_id: str | None, config: dict[str, Any]) -> Any:
+    def _start(self, project: str, config: dict[str, Any], continuing_only: bool) -> None:
         import wandb
 
+        entry = self._record.get("wandb")
+        run_id = entry.get("id")
+        if run_id is None and continuing_only:
+            return
+        self._sent_to = int(entry.get("logged_to", -1))
         offline = os.environ.get("WANDB_MODE", "").lower() in _OFFLINE_MODES
         self._directory.wandb.mkdir(parents=True, exist_ok=True)
         run = wandb.init(
@@ -144,14 +164,15 @@ class WandbTracker(Tracker):
             id=run_id,  # None: W&B draws one, kept in trackers.json
             name=self._directory.path.name,
             dir=str(self._directory.path),
-            config=config,
+            config=None if run_id else config,  # a resumed run keeps the config it started with
             resume=None if offline else "allow",  # offline W&B cannot resume (and warns)
+            reinit="create_new",  # never the user's own run, nor another rollax run's
             settings=wandb.Settings(console="off"),  # rollax's terminal output stays its own
         )
+        self._run = run
         run.define_metric("env_steps")
         run.define_metric("*", step_metric="env_steps")
         self._save_record(run.id, project)
-        return run
 
     def _save_record(self, run_id: str, project: str) -> None:
         self._record.put("wandb", {"project": project, "id": run_id, "logged_to": self._sent_to})
@@ -168,13 +189,18 @@ class WandbTracker(Tracker):
             self._run.log({**values, "env_steps": step})
 
     def _upload(self, path: Path) -> None:
-        if self._run is not None:
-            self._run.save(str(path), base_path=str(path.parent), policy="now")
+        if self._run is not None:  # W&B reads the path as a pattern: escape [, * and ?
+            self._run.save(glob.escape(str(path)), base_path=str(path.parent), policy="now")
 
     def _close(self) -> None:
         if self._run is not None:
             self._run.finish()
             self._run = None
+
+    def _abandon(self) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            run.finish(exit_code=1)
 
 
 class MlflowTracker(Tracker):
@@ -198,23 +224,32 @@ class MlflowTracker(Tracker):
     name = "MLflow"
 
     def __init__(
-        self, directory: RunDirectory, record: TrackerRecord, uri: str, config: dict[str, Any]
+        self,
+        directory: RunDirectory,
+        record: TrackerRecord,
+        uri: str,
+        config: dict[str, Any],
+        continuing_only: bool = False,
     ) -> None:
         super().__init__()
         self._directory = directory
         self._record = record
         self._uri = uri
-        entry = record.get("mlflow")
-        self._sent_to = int(entry.get("logged_to", -1))
+        self._sent_to = -1
         self._client: Any = None
         self._run_id: str | None = None
-        self._guard("starting its run", self._start, uri, entry.get("id"), config)
+        self._guard("starting its run", self._start, config, continuing_only)
 
-    def _start(self, uri: str, run_id: str | None, config: dict[str, Any]) -> None:
+    def _start(self, config: dict[str, Any], continuing_only: bool) -> None:
         from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
 
-        client = MlflowClient(tracking_uri=uri)
+        entry = self._record.get("mlflow")
+        run_id = entry.get("id")
+        if run_id is None and continuing_only:
+            return
+        self._sent_to = int(entry.get("logged_to", -1))
+        client = MlflowClient(tracking_uri=self._uri)
         if run_id is None:
             name = os.environ.get("MLFLOW_EXPERIMENT_NAME", "rollax")
             experiment = client.get_experiment_by_name(name)
@@ -264,14 +299,21 @@ class MlflowTracker(Tracker):
             self._client.set_terminated(self._run_id, "FINISHED")
             self._run_id = None
 
+    def _abandon(self) -> None:
+        run_id, self._run_id = self._run_id, None
+        if run_id is not None:
+            self._client.set_terminated(run_id, "FAILED")
+
 
 def _mlflow_name(name: str) -> str:
     """A ``metrics.csv`` name in the characters MLflow allows.
 
     MLflow refuses ``[``, ``]`` and ``=``: ``episode_return[lr=0.001]_seed0`` becomes
-    ``episode_return/lr:0.001/seed0``.
+    ``episode_return/lr:0.001/seed0``; any other character it refuses (a sweep value written
+    ``1e+3``) becomes ``_``.
     """
-    return name.replace("]_", "/").replace("[", "/").replace("]", "/").replace("=", ":")
+    name = name.replace("]_", "/").replace("[", "/").replace("]", "/").replace("=", ":")
+    return re.sub(r"[^/\w.\- :]", "_", name)
 
 
 def _flatten(config: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -298,11 +340,25 @@ class TrackerRecord:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._entries: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+        self._entries: dict[str, Any] = {}
+        if path.is_file():
+            try:
+                entries = json.loads(path.read_text())
+            except (OSError, ValueError) as e:
+                entries = f"unreadable ({e})"
+            if not isinstance(entries, dict):
+                print(
+                    f"rollax: {path} is not what rollax writes ({str(entries)[:200]}); the "
+                    "trackers start new runs.",
+                    file=sys.stderr,
+                )
+                entries = {}
+            self._entries = entries
 
     def get(self, tracker: str) -> dict[str, Any]:
         """What the file holds for ``tracker`` (``"wandb"``, ``"mlflow"``); empty if nothing."""
-        return dict(self._entries.get(tracker, {}))
+        entry = self._entries.get(tracker)
+        return dict(entry) if isinstance(entry, dict) else {}
 
     def put(self, tracker: str, entry: dict[str, Any]) -> None:
         """Replace ``tracker``'s entry and write the file."""
@@ -310,20 +366,26 @@ class TrackerRecord:
         write_atomic(self._path, json.dumps(self._entries, indent=2).encode())
 
 
-def open_trackers(directory: RunDirectory, run_config: Any, config: dict[str, Any]) -> list:
+def open_trackers(
+    directory: RunDirectory, run_config: Any, config: dict[str, Any], continuing_only: bool = False
+) -> list:
     """The trackers a run's :class:`~rollax.training.RunConfig` asks for, on process 0 only.
 
     Args:
         directory: The run directory.
         run_config: The run's ``RunConfig`` (its ``wandb`` and ``mlflow`` fields).
         config: The run's configuration, as ``config.json`` holds it.
+        continuing_only: Open only the tracker runs the run already has (what adds a file to
+            a run, such as its video, never starts one).
     """
     if not is_writer():
         return []
     trackers: list[Tracker] = []
     record = TrackerRecord(directory.trackers)
     if run_config.wandb:
-        trackers.append(WandbTracker(directory, record, run_config.wandb, config))
+        trackers.append(WandbTracker(directory, record, run_config.wandb, config, continuing_only))
     if run_config.mlflow:
-        trackers.append(MlflowTracker(directory, record, run_config.mlflow, config))
+        trackers.append(
+            MlflowTracker(directory, record, run_config.mlflow, config, continuing_only)
+        )
     return trackers
