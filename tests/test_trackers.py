@@ -83,6 +83,14 @@ def _segments(run_dir: Path) -> list[dict]:
     return segments
 
 
+def _tracked(run_dir: Path, uri: str) -> RunConfig:
+    """Rows at 64, 128, 192 and 256, checkpoints at 128 and 256, to W&B and MLflow at ``uri``."""
+    return RunConfig(
+        run_dir=str(run_dir), log_every=64, checkpoint_every=128, eval_episodes=2,
+        progress=False, wandb="rollax-tests", mlflow=uri,
+    )  # fmt: skip
+
+
 class Crash(Exception):
     """What the callback raises to end a run between checkpoints, as a kill would."""
 
@@ -98,10 +106,7 @@ def test_a_resumed_run_continues_its_tracker_runs_with_every_row_once(tmp_path):
     from mlflow.tracking import MlflowClient
 
     run_dir, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlflow.db'}"
-    run_config = RunConfig(
-        run_dir=str(run_dir), log_every=64, checkpoint_every=128, eval_episodes=2,
-        progress=False, wandb="rollax-tests", mlflow=uri,
-    )  # fmt: skip
+    run_config = _tracked(run_dir, uri)
 
     def crash_after_192(run, row):
         if run.env_steps == 192:  # sent to the trackers, past the checkpoint at 128
@@ -155,10 +160,7 @@ def test_a_tracker_failing_mid_run_is_said_once_and_the_run_goes_on(tmp_path, ca
     from mlflow.tracking import MlflowClient
 
     run_dir, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlflow.db'}"
-    run_config = RunConfig(
-        run_dir=str(run_dir), log_every=64, checkpoint_every=128, eval_episodes=2,
-        progress=False, wandb="rollax-tests", mlflow=uri,
-    )  # fmt: skip
+    run_config = _tracked(run_dir, uri)
 
     def end_the_tracker_runs_at_128(run, row):
         if run.env_steps == 128:  # each tracker's run ends under rollax: later calls raise

@@ -42,15 +42,27 @@ _OFFLINE_MODES = ("offline", "dryrun", "disabled")
 class Tracker(abc.ABC):
     """A run's connection to one experiment tracker; failures turn it off, never the run.
 
-    Subclasses implement ``_log``, ``_log_scalars``, ``_upload``, ``_close`` and ``_abandon``;
-    the public methods call them through :meth:`_guard`.
+    The base keeps what every tracker shares: the guard, the record of the last step sent
+    (rows at or before it are not sent again after a resume) and the entry in
+    ``trackers.json``. Subclasses implement ``_is_open``, ``_identity``, ``_send``,
+    ``_upload``, ``_close`` and ``_abandon``; the public methods call them through
+    :meth:`_guard`.
+
+    Args:
+        directory: The run directory.
+        record: The run's ``trackers.json``, shared by its trackers.
     """
 
     name = "tracker"
     """How messages name it."""
+    key = "tracker"
+    """Its entry in ``trackers.json``."""
 
-    def __init__(self) -> None:
+    def __init__(self, directory: RunDirectory, record: TrackerRecord) -> None:
         self._broken = False
+        self._directory = directory
+        self._record = record
+        self._sent_to = -1
 
     @property
     def active(self) -> bool:
@@ -80,11 +92,12 @@ class Tracker(abc.ABC):
 
     def write(self, step: int, row: dict[str, Any]) -> None:
         """Send a ``metrics.csv`` row (numbers, or ``""`` for none) at environment step ``step``."""
-        self._guard("logging metrics", self._log, step, row)
+        self._guard("logging metrics", self._write, step, row)
 
     def scalars(self, values: dict[str, float], step: int) -> None:
         """Send values under their full names (``{"eval/deterministic_return": 500.0}``)."""
-        self._guard("logging the evaluation", self._log_scalars, values, step)
+        if self._is_open():
+            self._guard("logging the evaluation", self._send, values, step)
 
     def upload(self, path: Path) -> None:
         """Send a file of the run directory (the learning curve), replacing an earlier copy."""
@@ -95,13 +108,31 @@ class Tracker(abc.ABC):
         """Finish the tracker's run (a resume opens it again)."""
         self._guard("finishing its run", self._close)
 
-    @abc.abstractmethod
-    def _log(self, step: int, row: dict[str, Any]) -> None:
-        """Send a row (the guarded part of :meth:`write`)."""
+    def _write(self, step: int, row: dict[str, Any]) -> None:
+        if not self._is_open() or step <= self._sent_to:
+            return  # sent before a resume: the resumed run computes the same row again
+        self._send({k: float(v) for k, v in row.items() if v != ""}, step)
+        self._sent_to = step
+        self._save_record()
+
+    def _resume_from(self, entry: dict[str, Any]) -> None:
+        """Take the last step sent from the tracker's ``trackers.json`` entry."""
+        self._sent_to = int(entry.get("logged_to", -1))
+
+    def _save_record(self) -> None:
+        self._record.put(self.key, {**self._identity(), "logged_to": self._sent_to})
 
     @abc.abstractmethod
-    def _log_scalars(self, values: dict[str, float], step: int) -> None:
-        """Send named values (the guarded part of :meth:`scalars`)."""
+    def _is_open(self) -> bool:
+        """Whether the tracker's run is open (started, and not finished)."""
+
+    @abc.abstractmethod
+    def _identity(self) -> dict[str, Any]:
+        """What ``trackers.json`` keeps to open the same run again (its id, ...)."""
+
+    @abc.abstractmethod
+    def _send(self, values: dict[str, float], step: int) -> None:
+        """Send named numbers at environment step ``step``."""
 
     @abc.abstractmethod
     def _upload(self, path: Path) -> None:
@@ -110,11 +141,6 @@ class Tracker(abc.ABC):
     @abc.abstractmethod
     def _close(self) -> None:
         """Finish the run (the guarded part of :meth:`close`)."""
-
-
-def _numbers(row: dict[str, Any]) -> dict[str, float]:
-    """The row's non-empty cells as floats (every ``metrics.csv`` cell is a number or empty)."""
-    return {k: float(v) for k, v in row.items() if v != ""}
 
 
 class WandbTracker(Tracker):
@@ -133,6 +159,7 @@ class WandbTracker(Tracker):
     """
 
     name = "Weights & Biases"
+    key = "wandb"
 
     def __init__(
         self,
@@ -142,21 +169,18 @@ class WandbTracker(Tracker):
         config: dict[str, Any],
         continuing_only: bool = False,
     ) -> None:
-        super().__init__()
-        self._directory = directory
-        self._record = record
-        self._sent_to = -1
+        super().__init__(directory, record)
         self._run: Any = None
         self._guard("starting its run", self._start, project, config, continuing_only)
 
     def _start(self, project: str, config: dict[str, Any], continuing_only: bool) -> None:
         import wandb
 
-        entry = self._record.get("wandb")
+        entry = self._record.get(self.key)
         run_id = entry.get("id")
         if run_id is None and continuing_only:
             return
-        self._sent_to = int(entry.get("logged_to", -1))
+        self._resume_from(entry)
         offline = os.environ.get("WANDB_MODE", "").lower() in _OFFLINE_MODES
         self._directory.wandb.mkdir(parents=True, exist_ok=True)
         run = wandb.init(
@@ -172,21 +196,16 @@ class WandbTracker(Tracker):
         self._run = run
         run.define_metric("env_steps")
         run.define_metric("*", step_metric="env_steps")
-        self._save_record(run.id, project)
+        self._save_record()
 
-    def _save_record(self, run_id: str, project: str) -> None:
-        self._record.put("wandb", {"project": project, "id": run_id, "logged_to": self._sent_to})
+    def _is_open(self) -> bool:
+        return self._run is not None
 
-    def _log(self, step: int, row: dict[str, Any]) -> None:
-        if self._run is None or step <= self._sent_to:
-            return  # sent before a resume: the resumed run computes the same row again
-        self._run.log({**_numbers(row), "env_steps": step})
-        self._sent_to = step
-        self._save_record(self._run.id, self._run.project)
+    def _identity(self) -> dict[str, Any]:
+        return {"project": self._run.project, "id": self._run.id}
 
-    def _log_scalars(self, values: dict[str, float], step: int) -> None:
-        if self._run is not None:
-            self._run.log({**values, "env_steps": step})
+    def _send(self, values: dict[str, float], step: int) -> None:
+        self._run.log({**values, "env_steps": step})
 
     def _upload(self, path: Path) -> None:
         if self._run is not None:  # W&B reads the path as a pattern: escape [, * and ?
@@ -222,6 +241,7 @@ class MlflowTracker(Tracker):
     """
 
     name = "MLflow"
+    key = "mlflow"
 
     def __init__(
         self,
@@ -231,11 +251,8 @@ class MlflowTracker(Tracker):
         config: dict[str, Any],
         continuing_only: bool = False,
     ) -> None:
-        super().__init__()
-        self._directory = directory
-        self._record = record
+        super().__init__(directory, record)
         self._uri = uri
-        self._sent_to = -1
         self._client: Any = None
         self._run_id: str | None = None
         self._guard("starting its run", self._start, config, continuing_only)
@@ -244,11 +261,11 @@ class MlflowTracker(Tracker):
         from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
 
-        entry = self._record.get("mlflow")
+        entry = self._record.get(self.key)
         run_id = entry.get("id")
         if run_id is None and continuing_only:
             return
-        self._sent_to = int(entry.get("logged_to", -1))
+        self._resume_from(entry)
         client = MlflowClient(tracking_uri=self._uri)
         if run_id is None:
             name = os.environ.get("MLFLOW_EXPERIMENT_NAME", "rollax")
@@ -267,9 +284,11 @@ class MlflowTracker(Tracker):
         self._client, self._run_id = client, run_id
         self._save_record()
 
-    def _save_record(self) -> None:
-        entry = {"uri": self._uri, "id": self._run_id, "logged_to": self._sent_to}
-        self._record.put("mlflow", entry)
+    def _is_open(self) -> bool:
+        return self._run_id is not None
+
+    def _identity(self) -> dict[str, Any]:
+        return {"uri": self._uri, "id": self._run_id}
 
     def _send(self, values: dict[str, float], step: int) -> None:
         from mlflow.entities import Metric
@@ -278,17 +297,6 @@ class MlflowTracker(Tracker):
         metrics = [Metric(_mlflow_name(k), v, stamp, step) for k, v in values.items()]
         for start in range(0, len(metrics), 1000):  # MLflow's most metrics per batch
             self._client.log_batch(self._run_id, metrics=metrics[start : start + 1000])
-
-    def _log(self, step: int, row: dict[str, Any]) -> None:
-        if self._run_id is None or step <= self._sent_to:
-            return  # sent before a resume: the resumed run computes the same row again
-        self._send(_numbers(row), step)
-        self._sent_to = step
-        self._save_record()
-
-    def _log_scalars(self, values: dict[str, float], step: int) -> None:
-        if self._run_id is not None:
-            self._send(values, step)
 
     def _upload(self, path: Path) -> None:
         if self._run_id is not None:
