@@ -13,8 +13,10 @@ Every file of a run directory is written in one of two ways:
 
 Test only: with ``ROLLAX_TEST_KILL_AFTER_WRITES=N`` in its environment, a process reports
 every completed write on stderr (``rollax: write 3: PATH``) and kills itself with SIGKILL
-right after its ``N``-th (``0``: reports, never kills). tests/test_kills.py kills a run at
-every one of its writes this way and resumes it.
+right after its ``N``-th (``0``: reports, never kills); ``SIGNAL:N`` (``SIGTERM:7``) sends
+itself that signal instead, at a point as exact as a kill's. tests/test_kills.py kills a run
+at every one of its writes this way and resumes it; tests/test_cli.py stops runs with
+SIGTERM after their third row.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from pathlib import Path
 __all__ = ["KILL_AFTER_WRITES", "publish", "temporary_path", "write_atomic", "wrote"]
 
 KILL_AFTER_WRITES = "ROLLAX_TEST_KILL_AFTER_WRITES"
-"""Test-only environment variable: SIGKILL this process right after its N-th write."""
+"""Test-only environment variable: SIGKILL this process right after its N-th write (``N``),
+or send it another signal (``SIGTERM:N``)."""
 
 _writes = 0
 """Writes this process completed (counted only under :data:`KILL_AFTER_WRITES`)."""
@@ -41,8 +44,9 @@ def wrote(path: Path) -> None:
     global _writes
     _writes += 1
     print(f"rollax: write {_writes}: {path}", file=sys.stderr, flush=True)
-    if _writes == int(limit):
-        os.kill(os.getpid(), signal.SIGKILL)
+    name, _, count = limit.rpartition(":")
+    if _writes == int(count):
+        os.kill(os.getpid(), signal.Signals[name or "SIGKILL"])
 
 
 def temporary_path(path: Path) -> Path:
