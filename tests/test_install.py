@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from rollax._xla_cpu import SCHEDULER_FLAG, scheduler_deadlocks
 
 # The environment without the XLA and JAX settings this suite or the user may have made.
@@ -77,3 +79,21 @@ def test_rollax_info_names_the_backend_the_versions_and_the_flags_it_set():
         [sys.executable, "-m", "rollax", "info"], env=CLEAN_ENV, capture_output=True, text=True
     ).stdout
     assert "backend: cpu" in text and f"jax: {info['versions']['jax']}" in text
+
+
+@pytest.mark.extra("torch")
+def test_the_tensorboard_writer_starts_without_importing_torch_which_imports_after():
+    # tensorboardX would import PyTorch (1.6 s of every `rollax train`) for its type hints.
+    code = (
+        "import sys, tempfile\n"
+        "from rollax.training._sinks import TensorBoardSink\n"
+        "sink = TensorBoardSink(__import__('pathlib').Path(tempfile.mkdtemp()), ('x',), None)\n"
+        "sink.write(1, {'x': 2.0}); sink.close()\n"
+        "print('torch' in sys.modules)\n"
+        "import torch\n"
+        "from tensorboardX.x2num import make_np\n"
+        "print(float(make_np(torch.ones(1))[0]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "1.0"]

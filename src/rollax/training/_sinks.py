@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,6 +40,28 @@ class MetricSink(Protocol):
 
     def close(self) -> None:
         """Flush and release the sink."""
+
+
+def _summary_writer_class() -> type:
+    """The ``SummaryWriter`` of tensorboardX, imported without importing PyTorch.
+
+    tensorboardX imports PyTorch, where it is installed, only to name ``torch.Tensor`` in its
+    type hints (it converts a tensor it is given by importing PyTorch then). rollax logs
+    floats, and importing PyTorch costs every ``rollax`` command 1.6 s of its start-up, so
+    while tensorboardX is first imported, ``import torch`` fails as if PyTorch were absent;
+    PyTorch imports as usual afterwards. A process that has imported PyTorch already, or
+    tensorboardX, imports tensorboardX as it is.
+    """
+    if "torch" in sys.modules or "tensorboardX" in sys.modules:
+        from tensorboardX import SummaryWriter
+
+        return SummaryWriter
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+    try:
+        from tensorboardX import SummaryWriter
+    finally:
+        del sys.modules["torch"]
+    return SummaryWriter
 
 
 class CsvSink:
@@ -97,8 +120,7 @@ class TensorBoardSink:
         self.fields = tuple(fields)
         self._writer = None
         if is_writer():
-            from tensorboardX import SummaryWriter
-
+            SummaryWriter = _summary_writer_class()
             self._writer = SummaryWriter(str(path), purge_step=purge_step)
             self._flush()
 
