@@ -135,6 +135,8 @@ class Agent:
             unless the agent leaves something out, e.g. a replay buffer too large to save).
         from_checkpoint: ``saved -> state``: the state again from what was kept (parts left
             out start afresh).
+        hyperparams: ``config -> hparams``: one member's hyperparameters held as data for a
+            configuration (what population-based training writes back when it explores).
     """
 
     name: str
@@ -152,6 +154,7 @@ class Agent:
     state_layout: Any
     to_checkpoint: Callable[[Any], Any] = lambda state: state
     from_checkpoint: Callable[[Any], Any] = lambda saved: saved
+    hyperparams: Callable[[Any], Any] | None = None
 
     @property
     def num_seeds(self) -> int:
@@ -477,6 +480,7 @@ def build_agent(
         state_layout=state_layout,
         to_checkpoint=to_checkpoint or (lambda state: state),
         from_checkpoint=from_checkpoint or (lambda saved: saved),
+        hyperparams=hyperparams,
     )
 
 

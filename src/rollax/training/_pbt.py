@@ -1,0 +1,308 @@
+"""Population-based training: members of one program that copy better members and explore.
+
+The population is the state's seed axis, as for a sweep (``num_seeds`` seeds of each grid
+point). Every ``interval`` environment steps, between compiled chunks and outside ``jit``:
+
+- **exploit**: the bottom ``fraction`` of the members by their recent mean episode return,
+  and every member whose parameters or losses stopped being finite, copy what a member holds
+  per seed (the parts its agent's state layout tags ``seed``: parameters, optimizer state,
+  observation statistics, hyperparameters) from a member drawn from the top ``fraction``.
+  What a member holds per shard stays its own: its environments, key chain, recurrent
+  carries and replay buffer.
+- **explore**: each member that copied changes the copied values of the explored fields:
+  times one of ``factors``, or with probability ``resample_probability`` drawn anew within
+  the field's bounds (log-uniform when both bounds are positive), then clipped to them.
+
+The copy is one compiled program, a gather along the seed axis on the devices that hold the
+members, compiled once: the weights never leave the devices. Decisions are made on the host
+from a few numbers per member, with a numpy generator whose state the run keeps, so every
+process of a multi-process run makes the same decision. Only fields the agent holds as data
+can evolve (its config class's ``SWEEPABLE`` floats); the others set shapes or which code is
+compiled, which every member of one program shares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax.training._layout import SEED, Layout
+
+__all__ = [
+    "Decision",
+    "PBTConfig",
+    "choose_sources",
+    "explore_values",
+    "hyperparam_leaves",
+    "leaf_values",
+    "make_exploit",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class PBTConfig:
+    """How a population trains: when members exploit, and what they explore.
+
+    ``interval=0`` (the default) trains without population-based training.
+    """
+
+    interval: int = 0
+    """Environment steps per member between two exploit-and-explore steps; 0: no PBT."""
+    explore: tuple[str, ...] = ()
+    """The fields that evolve with their bounds, ``NAME=LOW,HIGH`` entries:
+    ``("learning_rate=1e-5,1e-2", "ent_coef=0,0.05")``. Each is a float field the agent
+    holds as data (its config class's ``SWEEPABLE``)."""
+    fraction: float = 0.25
+    """The bottom fraction of members that copy, and the top fraction they copy from:
+    ``ceil(fraction * members)`` members each, ``0 < fraction <= 0.5``."""
+    factors: tuple[float, float] = (0.8, 1.2)
+    """A copied value is multiplied by one of these, drawn with equal chance."""
+    resample_probability: float = 0.25
+    """The chance that a copied value is drawn anew within its bounds instead."""
+    seed: int = 0
+    """Seed of the generator that draws sources, factors and resampled values."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the run trains its members as a population."""
+        return self.interval > 0
+
+    def bounds(self, config: Any) -> dict[str, tuple[float, float]]:
+        """Each explored field's ``(low, high)``, checked against the agent's ``config``.
+
+        Raises:
+            ValueError: naming the entry or setting that does not fit, and what would.
+        """
+        cls = type(config)
+        name_of = cls.__name__
+        if isinstance(self.interval, bool) or not isinstance(self.interval, int):
+            raise ValueError(f"pbt.interval must be an integer, got {self.interval!r}.")
+        if self.interval < 0:
+            raise ValueError(f"pbt.interval must be 0 (no PBT) or positive, got {self.interval}.")
+        if not (isinstance(self.fraction, int | float) and 0 < self.fraction <= 0.5):
+            raise ValueError(f"pbt.fraction must be in (0, 0.5], got {self.fraction!r}.")
+        if len(self.factors) != 2 or not all(
+            isinstance(f, int | float) and f > 0 for f in self.factors
+        ):
+            raise ValueError(f"pbt.factors must be two positive numbers, got {self.factors!r}.")
+        if not (
+            isinstance(self.resample_probability, int | float)
+            and 0 <= self.resample_probability <= 1
+        ):
+            raise ValueError(
+                f"pbt.resample_probability must be in [0, 1], got {self.resample_probability!r}."
+            )
+        if isinstance(self.explore, str) or not all(isinstance(e, str) for e in self.explore):
+            raise ValueError(f"pbt.explore must be NAME=LOW,HIGH strings, got {self.explore!r}.")
+        if self.enabled and not self.explore:
+            raise ValueError(
+                "pbt.explore is empty: name the fields that evolve with their bounds, e.g. "
+                "learning_rate=1e-5,1e-2."
+            )
+        sweepable = tuple(getattr(cls, "SWEEPABLE", ()))
+        hints = typing.get_type_hints(cls)
+        floats = [n for n in sweepable if hints.get(n) is float]
+        out: dict[str, tuple[float, float]] = {}
+        for entry in self.explore:
+            name, eq, text = entry.partition("=")
+            name = name.strip()
+            parts = text.split(",")
+            try:
+                low, high = (float(p) for p in parts)
+            except ValueError:
+                low = high = math.nan
+            if not eq or len(parts) != 2 or not (low < high):
+                raise ValueError(
+                    f"pbt.explore: {entry!r} is not NAME=LOW,HIGH with LOW < HIGH "
+                    "(e.g. learning_rate=1e-5,1e-2)."
+                )
+            if name in out:
+                raise ValueError(f"pbt.explore: {name!r} is given twice.")
+            if name not in floats:
+                why = (
+                    f"is not a field of {name_of}"
+                    if name not in hints
+                    else "is not a float the agent holds as data (it sets shapes or loop "
+                    "lengths, chooses which code is compiled, or is compiled in as a "
+                    "constant), which every member of one program shares"
+                )
+                raise ValueError(
+                    f"pbt.explore: {name!r} {why}. Fields {name_of} can evolve: "
+                    f"{', '.join(floats) or 'none'}."
+                )
+            value = getattr(config, name)
+            if not low <= value <= high:
+                raise ValueError(
+                    f"pbt.explore: {name}={value!r} in {name_of} lies outside its bounds "
+                    f"[{low}, {high}]; widen them or start inside."
+                )
+            out[name] = (low, high)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """One exploit-and-explore step, as the run's history records it.
+
+    Attributes:
+        source: int ``(members,)``: the member each member copied (itself if it did not).
+        replaced: bool ``(members,)``: the members that copied another.
+        scores: float ``(members,)``: the scores ranked (NaN: a member that ended no
+            episode since the last step, ranked neither top nor bottom).
+        values: Each explored field's values after the step, float ``(members,)``.
+    """
+
+    source: np.ndarray
+    replaced: np.ndarray
+    scores: np.ndarray
+    values: dict[str, np.ndarray]
+
+
+def choose_sources(
+    scores: np.ndarray, finite: np.ndarray, fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which member each member copies: ``(source, replaced)``, int and bool ``(members,)``.
+
+    The ``ceil(fraction * members)`` lowest-scoring members with a score, and every member
+    that is not ``finite``, copy a member drawn uniformly from the as many highest-scoring
+    finite members. A score of NaN (no episode ended) ranks neither top nor bottom; ties
+    keep member order (the lower index ranks higher).
+
+    Raises:
+        ValueError: no member is finite and scored, so none can be copied.
+    """
+    scores = np.asarray(scores, np.float64)
+    finite = np.asarray(finite, bool)
+    members = scores.shape[0]
+    count = math.ceil(fraction * members)
+    order = np.argsort(-scores, kind="stable")  # NaN scores last
+    ranked = [int(m) for m in order if finite[m] and not np.isnan(scores[m])]
+    top = ranked[:count]
+    if not top:
+        raise ValueError(
+            "No member has finite parameters and a score, so none can be copied: the whole "
+            "population diverged or ended no episode."
+        )
+    bottom = set(ranked[-count:]) - set(top) if len(ranked) > count else set()
+    bottom |= {m for m in range(members) if not finite[m]}
+    replaced = np.zeros(members, bool)
+    replaced[sorted(bottom)] = True
+    source = np.arange(members)
+    picks = rng.integers(0, len(top), size=members)
+    source[replaced] = np.asarray(top)[picks[replaced]]
+    return source, replaced
+
+
+def explore_values(
+    values: dict[str, np.ndarray],
+    source: np.ndarray,
+    replaced: np.ndarray,
+    bounds: dict[str, tuple[float, float]],
+    factors: tuple[float, float],
+    resample_probability: float,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    """The explored fields' values after an exploit, float64 ``(members,)`` each.
+
+    A member that copied takes its source's value, times a factor drawn from ``factors``
+    or, with probability ``resample_probability``, a value drawn within the bounds
+    (log-uniform when both are positive, else uniform), clipped to the bounds. The others
+    keep theirs. Draws are made for every member and field in a fixed order, so the
+    generator advances the same way whatever is replaced.
+    """
+    out = {}
+    for name in sorted(values):
+        low, high = bounds[name]
+        current = np.asarray(values[name], np.float64)
+        copied = current[source]
+        factor = np.asarray(factors, np.float64)[rng.integers(0, 2, size=current.shape)]
+        resample = rng.random(current.shape) < resample_probability
+        uniform = rng.random(current.shape)
+        if low > 0:
+            drawn = np.exp(np.log(low) + uniform * (np.log(high) - np.log(low)))
+        else:
+            drawn = low + uniform * (high - low)
+        moved = np.clip(np.where(resample, drawn, copied * factor), low, high)
+        out[name] = np.where(replaced, moved, current)
+    return out
+
+
+def hyperparam_leaves(
+    hyperparams: Callable[[Any], Any], config: Any, fields: typing.Iterable[str]
+) -> dict[str, list[int]]:
+    """For each field, the indices of the hyperparameter leaves it determines.
+
+    Found by changing the field alone and seeing which leaves of ``hyperparams(config)``
+    change (a field may set a leaf of another name, e.g. SAC's ``target_entropy_scale``
+    sets ``target_entropy``).
+    """
+    base = jax.tree.leaves(hyperparams(config))
+    out = {}
+    for name in fields:
+        value = getattr(config, name)
+        moved = config.replace(**{name: value * 1.5 + 0.25})
+        leaves = jax.tree.leaves(hyperparams(moved))
+        out[name] = [i for i, (a, b) in enumerate(zip(base, leaves, strict=True)) if a != b]
+    return out
+
+
+def leaf_values(
+    hyperparams: Callable[[Any], Any],
+    members: list[Any],
+    leaves: dict[str, list[int]],
+    values: dict[str, np.ndarray],
+) -> dict[int, np.ndarray]:
+    """The hyperparameter leaves the explored fields determine, for their new ``values``.
+
+    Args:
+        hyperparams: The agent's ``config -> hparams``.
+        members: Every member's configuration (``config.member_configs()``).
+        leaves: :func:`hyperparam_leaves` of the explored fields.
+        values: Each field's value per member, ``(members,)``.
+
+    Returns:
+        Flat leaf index to float32 ``(members,)``: each member's leaf, computed from its
+        configuration with the fields set to its values.
+    """
+    indices = sorted({i for group in leaves.values() for i in group})
+    out = {i: np.zeros(len(members), np.float32) for i in indices}
+    for m, config in enumerate(members):
+        moved = config.replace(**{name: float(values[name][m]) for name in leaves})
+        flat = jax.tree.leaves(hyperparams(moved))
+        for i in indices:
+            out[i][m] = flat[i]
+    return out
+
+
+def make_exploit(state_layout: Any, layout: Layout) -> Callable[..., Any]:
+    """The compiled copy: ``(state, source, leaves) -> state``.
+
+    Every leaf under a ``seed`` tag of ``state_layout`` is gathered along the seed axis by
+    ``source`` (int32 ``(members,)``); ``leaves`` maps the flat index of a hyperparameter
+    leaf (in ``state.hparams``) to its new float32 ``(members,)`` values. The result keeps
+    the state's shardings on ``layout``'s devices. It compiles once per state structure.
+    """
+
+    def exploit(state: Any, source: jax.Array, leaves: dict[int, jax.Array]) -> Any:
+        def gather(tag: str, subtree: Any) -> Any:
+            if tag != SEED:
+                return subtree
+            return jax.tree.map(lambda x: jnp.take(x, source, axis=0), subtree)
+
+        out = jax.tree.map(gather, state_layout, state)
+        flat, treedef = jax.tree.flatten(out.hparams)
+        for index, value in leaves.items():
+            flat[index] = value.astype(flat[index].dtype)
+        out = out.replace(hparams=jax.tree.unflatten(treedef, flat))
+        if layout.mesh is not None:  # where the state was: the seed axis over its devices
+            out = jax.lax.with_sharding_constraint(out, layout.shardings(state_layout, out))
+        return out
+
+    return jax.jit(exploit)

@@ -1,0 +1,146 @@
+"""Population-based training's pieces: who copies whom, what explores, and the copy itself.
+
+The copy runs on a real agent's state: a member takes its source's per-seed parts bit for
+bit, keeps its own environments and keys, and nothing compiles twice.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rollax.agents.ppo import PPOConfig, make_ppo
+from rollax.agents.sac import SACConfig, make_sac
+from rollax.training._pbt import (
+    PBTConfig,
+    choose_sources,
+    explore_values,
+    hyperparam_leaves,
+    leaf_values,
+    make_exploit,
+)
+
+
+def _bits(tree):
+    """The leaves of ``tree`` as numpy arrays (keys as their data)."""
+    raw = lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
+    return [np.asarray(raw(x)) for x in jax.tree.leaves(tree)]
+
+
+def test_the_bottom_copies_the_top_and_a_diverged_member_always_copies():
+    scores = np.array([5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0, 4.0])
+    finite = np.ones(8, bool)
+    source, replaced = choose_sources(scores, finite, 0.25, np.random.default_rng(0))
+    # ceil(0.25 * 8) = 2: members 1 and 5 (the lowest) copy members 2 or 6 (the highest).
+    assert replaced.tolist() == [m in (1, 5) for m in range(8)]
+    assert set(source[[1, 5]]) <= {2, 6}
+    assert [source[m] for m in range(8) if m not in (1, 5)] == [0, 2, 3, 4, 6, 7]
+
+    finite[2] = False  # the best scorer diverged: it copies, and is never copied
+    source, replaced = choose_sources(scores, finite, 0.25, np.random.default_rng(0))
+    assert replaced.tolist() == [m in (1, 2, 5) for m in range(8)]
+    assert set(source[[1, 2, 5]]) <= {6, 4}
+
+
+def test_a_member_without_a_score_is_neither_copied_nor_replaced():
+    scores = np.array([np.nan, 1.0, 9.0, 3.0])
+    source, replaced = choose_sources(scores, np.ones(4, bool), 0.25, np.random.default_rng(0))
+    assert replaced.tolist() == [False, True, False, False] and source[1] == 2
+    with pytest.raises(ValueError, match="whole population diverged"):
+        choose_sources(scores, np.zeros(4, bool), 0.25, np.random.default_rng(0))
+
+
+def test_explored_values_move_by_a_factor_or_are_redrawn_within_bounds():
+    values = {"learning_rate": np.array([1e-3, 2e-3, 4e-3, 9e-3])}
+    source = np.array([0, 3, 2, 3])
+    replaced = np.array([False, True, False, False])
+    bounds = {"learning_rate": (1e-4, 1e-2)}
+    seen = set()
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        new = explore_values(values, source, replaced, bounds, (0.8, 1.2), 0.25, rng)
+        lr = new["learning_rate"]
+        assert lr[[0, 2, 3]].tolist() == [1e-3, 4e-3, 9e-3]  # the others keep theirs
+        assert 1e-4 <= lr[1] <= 1e-2
+        if np.isclose(lr[1], 9e-3 * 0.8):
+            seen.add("0.8")
+        elif np.isclose(lr[1], 1e-2):  # 9e-3 * 1.2 clipped to the upper bound
+            seen.add("1.2")
+        else:
+            seen.add("redrawn")
+    assert seen == {"0.8", "1.2", "redrawn"}
+
+
+def test_a_field_that_sets_a_leaf_of_another_name_is_found_and_written():
+    config = SACConfig()
+    sac_hyperparams = make_sac(config, "Pendulum-v1").hyperparams
+    leaves = hyperparam_leaves(sac_hyperparams, config, ["target_entropy_scale"])
+    names = [str(p[0].name) for p, _ in jax.tree.leaves_with_path(sac_hyperparams(config))]
+    assert [names[i] for i in leaves["target_entropy_scale"]] == ["target_entropy"]
+    members = [config, config]
+    out = leaf_values(sac_hyperparams, members, leaves, {"target_entropy_scale": [1.0, 0.5]})
+    (index,) = leaves["target_entropy_scale"]
+    base = float(jax.tree.leaves(sac_hyperparams(config))[index])
+    np.testing.assert_allclose(out[index], [base, base * 0.5])
+
+
+@pytest.mark.parametrize(
+    ("explore", "message"),
+    [
+        (("num_envs=1,8",), "'num_envs' is not a float the agent holds as data"),
+        (("clip_epsilon=0.1,0.3",), "'clip_epsilon' is not a field of PPOConfig"),
+        (("learning_rate=1e-2,1e-5",), "is not NAME=LOW,HIGH with LOW < HIGH"),
+        (("learning_rate=1e-5",), "is not NAME=LOW,HIGH with LOW < HIGH"),
+        (("learning_rate=1e-5,1e-4",), "learning_rate=0.0025 in PPOConfig lies outside"),
+        ((), "pbt.explore is empty"),
+    ],
+)
+def test_what_cannot_evolve_is_refused_with_the_reason(explore, message):
+    with pytest.raises(ValueError, match=message):
+        PBTConfig(interval=1024, explore=explore).bounds(PPOConfig())
+
+
+def test_the_copy_takes_the_source_s_weights_bit_for_bit_and_compiles_once():
+    config = PPOConfig(num_envs=4, num_steps=16, hidden_sizes=(8,), num_seeds=4)
+    agent = make_ppo(config, "CartPole-v1")
+    state, _ = agent.run(agent.init(jax.random.key(0)), 256)
+    ppo_hyperparams = agent.hyperparams
+    leaves = hyperparam_leaves(ppo_hyperparams, config, ["learning_rate"])
+    exploit = make_exploit(agent.state_layout, agent.layout)
+    compiles = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, *_, **__: (
+            compiles.append(event)
+            if event == "/jax/core/compile/backend_compile_duration"
+            else None
+        )
+    )
+
+    source = jnp.array([0, 1, 2, 1], jnp.int32)  # member 3 copies member 1
+    lr = np.array([1e-3, 2e-3, 3e-3, 2.4e-3])
+    new = exploit(
+        state, source, leaf_values(ppo_hyperparams, [config] * 4, leaves, {"learning_rate": lr})
+    )
+    for a in jax.tree.leaves((new.params, new.opt_state, new.obs_stats)):
+        np.testing.assert_array_equal(a[3], a[1])
+    for before, after in zip(
+        jax.tree.leaves(state.params), jax.tree.leaves(new.params), strict=True
+    ):
+        np.testing.assert_array_equal(after[:3], before[:3])
+    np.testing.assert_array_equal(new.hparams.learning_rate, lr.astype(np.float32))
+    np.testing.assert_array_equal(new.hparams.ent_coef, state.hparams.ent_coef)
+    # Its own environments and keys stay.
+    own = lambda s: _bits((s.env_state, s.obs, s.first, s.key))  # noqa: E731
+    for a, b in zip(own(new), own(state), strict=True):
+        np.testing.assert_array_equal(a, b)
+    first = len(compiles)
+
+    again = exploit(
+        new,
+        jnp.array([2, 1, 2, 3], jnp.int32),
+        leaf_values(ppo_hyperparams, [config] * 4, leaves, {"learning_rate": lr}),
+    )
+    agent.run(again, 256)
+    assert len(compiles) == first  # neither the copy nor training compiled again
