@@ -29,6 +29,12 @@ def _bits(tree):
     return [np.asarray(raw(x)) for x in jax.tree.leaves(tree)]
 
 
+def _values(tree):
+    """The leaves of ``tree`` that are not keys, as numpy arrays."""
+    keep = [x for x in jax.tree.leaves(tree) if not jnp.issubdtype(x.dtype, jax.dtypes.prng_key)]
+    return [np.asarray(x) for x in keep]
+
+
 def test_the_bottom_copies_the_top_and_a_diverged_member_always_copies():
     scores = np.array([5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0, 4.0])
     finite = np.ones(8, bool)
@@ -48,6 +54,11 @@ def test_a_member_without_a_score_is_neither_copied_nor_replaced():
     scores = np.array([np.nan, 1.0, 9.0, 3.0])
     source, replaced = choose_sources(scores, np.ones(4, bool), 0.25, np.random.default_rng(0))
     assert replaced.tolist() == [False, True, False, False] and source[1] == 2
+    # Before any member has a score, a diverged member copies any finite one.
+    unscored = np.full(4, np.nan)
+    finite = np.array([True, False, True, True])
+    source, replaced = choose_sources(unscored, finite, 0.25, np.random.default_rng(0))
+    assert replaced.tolist() == [False, True, False, False] and source[1] in (0, 2, 3)
     with pytest.raises(ValueError, match="whole population diverged"):
         choose_sources(scores, np.zeros(4, bool), 0.25, np.random.default_rng(0))
 
@@ -120,9 +131,8 @@ def test_the_copy_takes_the_source_s_weights_bit_for_bit_and_compiles_once():
 
     source = jnp.array([0, 1, 2, 1], jnp.int32)  # member 3 copies member 1
     lr = np.array([1e-3, 2e-3, 3e-3, 2.4e-3])
-    new = exploit(
-        state, source, leaf_values(ppo_hyperparams, [config] * 4, leaves, {"learning_rate": lr})
-    )
+    values = leaf_values(ppo_hyperparams, [config] * 4, leaves, {"learning_rate": lr})
+    new = exploit(state, source, jnp.zeros(4, bool), values)
     for a in jax.tree.leaves((new.params, new.opt_state, new.obs_stats)):
         np.testing.assert_array_equal(a[3], a[1])
     for before, after in zip(
@@ -135,12 +145,15 @@ def test_the_copy_takes_the_source_s_weights_bit_for_bit_and_compiles_once():
     own = lambda s: _bits((s.env_state, s.obs, s.first, s.key))  # noqa: E731
     for a, b in zip(own(new), own(state), strict=True):
         np.testing.assert_array_equal(a, b)
-    first = len(compiles)
 
-    again = exploit(
-        new,
-        jnp.array([2, 1, 2, 3], jnp.int32),
-        leaf_values(ppo_hyperparams, [config] * 4, leaves, {"learning_rate": lr}),
-    )
+    # A diverged member (0) takes its source's (2) environments too, but keeps its keys.
+    whole = jnp.array([True, False, False, False])
+    source = jnp.array([2, 1, 2, 3], jnp.int32)
+    first = len(compiles)
+    again = exploit(new, source, whole, values)
     agent.run(again, 256)
     assert len(compiles) == first  # neither the copy nor training compiled again
+    for a in _values((again.env_state, again.obs, again.first)):
+        np.testing.assert_array_equal(a[0], a[2])
+    np.testing.assert_array_equal(_bits(again.key)[0], _bits(new.key)[0])
+    assert not np.array_equal(_bits(again.key)[0][0], _bits(again.key)[0][2])

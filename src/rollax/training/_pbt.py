@@ -10,7 +10,7 @@ point). Every ``interval`` environment steps, between compiled chunks and outsid
   What a member holds per shard stays its own: its environments, key chain, recurrent
   carries and replay buffer.
 - **explore**: each member that copied changes the copied values of the explored fields:
-  times one of ``factors``, or with probability ``resample_probability`` drawn anew within
+  times ``1 - perturb`` or ``1 + perturb``, or with probability ``resample`` drawn anew within
   the field's bounds (log-uniform when both bounds are positive), then clipped to them.
 
 The copy is one compiled program, a gather along the seed axis on the devices that hold the
@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.training._layout import SEED, Layout
+from rollax.training._layout import SEED, SHARD, Layout
 
 __all__ = [
     "Decision",
@@ -50,7 +50,8 @@ __all__ = [
 class PBTConfig:
     """How a population trains: when members exploit, and what they explore.
 
-    ``interval=0`` (the default) trains without population-based training.
+    The run's ``RunConfig.pbt_*`` fields (:meth:`from_run_config`); ``interval=0`` trains
+    without population-based training.
     """
 
     interval: int = 0
@@ -62,12 +63,26 @@ class PBTConfig:
     fraction: float = 0.25
     """The bottom fraction of members that copy, and the top fraction they copy from:
     ``ceil(fraction * members)`` members each, ``0 < fraction <= 0.5``."""
-    factors: tuple[float, float] = (0.8, 1.2)
-    """A copied value is multiplied by one of these, drawn with equal chance."""
-    resample_probability: float = 0.25
+    perturb: float = 0.2
+    """A copied value is multiplied by ``1 - perturb`` or ``1 + perturb``, with equal chance."""
+    resample: float = 0.25
     """The chance that a copied value is drawn anew within its bounds instead."""
-    seed: int = 0
-    """Seed of the generator that draws sources, factors and resampled values."""
+
+    @classmethod
+    def from_run_config(cls, run_config: Any) -> PBTConfig:
+        """The settings of a run's ``RunConfig`` (its ``pbt_*`` fields)."""
+        return cls(
+            interval=run_config.pbt_interval,
+            explore=tuple(run_config.pbt_explore),
+            fraction=run_config.pbt_fraction,
+            perturb=run_config.pbt_perturb,
+            resample=run_config.pbt_resample,
+        )
+
+    @property
+    def factors(self) -> tuple[float, float]:
+        """The two factors a copied value is multiplied by."""
+        return (1.0 - self.perturb, 1.0 + self.perturb)
 
     @property
     def enabled(self) -> bool:
@@ -83,27 +98,20 @@ class PBTConfig:
         cls = type(config)
         name_of = cls.__name__
         if isinstance(self.interval, bool) or not isinstance(self.interval, int):
-            raise ValueError(f"pbt.interval must be an integer, got {self.interval!r}.")
+            raise ValueError(f"pbt_interval must be an integer, got {self.interval!r}.")
         if self.interval < 0:
-            raise ValueError(f"pbt.interval must be 0 (no PBT) or positive, got {self.interval}.")
+            raise ValueError(f"pbt_interval must be 0 (no PBT) or positive, got {self.interval}.")
         if not (isinstance(self.fraction, int | float) and 0 < self.fraction <= 0.5):
-            raise ValueError(f"pbt.fraction must be in (0, 0.5], got {self.fraction!r}.")
-        if len(self.factors) != 2 or not all(
-            isinstance(f, int | float) and f > 0 for f in self.factors
-        ):
-            raise ValueError(f"pbt.factors must be two positive numbers, got {self.factors!r}.")
-        if not (
-            isinstance(self.resample_probability, int | float)
-            and 0 <= self.resample_probability <= 1
-        ):
-            raise ValueError(
-                f"pbt.resample_probability must be in [0, 1], got {self.resample_probability!r}."
-            )
+            raise ValueError(f"pbt_fraction must be in (0, 0.5], got {self.fraction!r}.")
+        if not (isinstance(self.perturb, int | float) and 0 < self.perturb < 1):
+            raise ValueError(f"pbt_perturb must be in (0, 1), got {self.perturb!r}.")
+        if not (isinstance(self.resample, int | float) and 0 <= self.resample <= 1):
+            raise ValueError(f"pbt_resample must be in [0, 1], got {self.resample!r}.")
         if isinstance(self.explore, str) or not all(isinstance(e, str) for e in self.explore):
-            raise ValueError(f"pbt.explore must be NAME=LOW,HIGH strings, got {self.explore!r}.")
+            raise ValueError(f"pbt_explore must be NAME=LOW,HIGH strings, got {self.explore!r}.")
         if self.enabled and not self.explore:
             raise ValueError(
-                "pbt.explore is empty: name the fields that evolve with their bounds, e.g. "
+                "pbt_explore is empty: name the fields that evolve with their bounds, e.g. "
                 "learning_rate=1e-5,1e-2."
             )
         sweepable = tuple(getattr(cls, "SWEEPABLE", ()))
@@ -120,11 +128,11 @@ class PBTConfig:
                 low = high = math.nan
             if not eq or len(parts) != 2 or not (low < high):
                 raise ValueError(
-                    f"pbt.explore: {entry!r} is not NAME=LOW,HIGH with LOW < HIGH "
+                    f"pbt_explore: {entry!r} is not NAME=LOW,HIGH with LOW < HIGH "
                     "(e.g. learning_rate=1e-5,1e-2)."
                 )
             if name in out:
-                raise ValueError(f"pbt.explore: {name!r} is given twice.")
+                raise ValueError(f"pbt_explore: {name!r} is given twice.")
             if name not in floats:
                 why = (
                     f"is not a field of {name_of}"
@@ -134,13 +142,13 @@ class PBTConfig:
                     "constant), which every member of one program shares"
                 )
                 raise ValueError(
-                    f"pbt.explore: {name!r} {why}. Fields {name_of} can evolve: "
+                    f"pbt_explore: {name!r} {why}. Fields {name_of} can evolve: "
                     f"{', '.join(floats) or 'none'}."
                 )
             value = getattr(config, name)
             if not low <= value <= high:
                 raise ValueError(
-                    f"pbt.explore: {name}={value!r} in {name_of} lies outside its bounds "
+                    f"pbt_explore: {name}={value!r} in {name_of} lies outside its bounds "
                     f"[{low}, {high}]; widen them or start inside."
                 )
             out[name] = (low, high)
@@ -172,11 +180,12 @@ def choose_sources(
 
     The ``ceil(fraction * members)`` lowest-scoring members with a score, and every member
     that is not ``finite``, copy a member drawn uniformly from the as many highest-scoring
-    finite members. A score of NaN (no episode ended) ranks neither top nor bottom; ties
-    keep member order (the lower index ranks higher).
+    finite members (from every finite member while none has a score). A score of NaN (no
+    episode ended) ranks neither top nor bottom; ties keep member order (the lower index
+    ranks higher).
 
     Raises:
-        ValueError: no member is finite and scored, so none can be copied.
+        ValueError: no member is finite, so none can be copied.
     """
     scores = np.asarray(scores, np.float64)
     finite = np.asarray(finite, bool)
@@ -185,10 +194,13 @@ def choose_sources(
     order = np.argsort(-scores, kind="stable")  # NaN scores last
     ranked = [int(m) for m in order if finite[m] and not np.isnan(scores[m])]
     top = ranked[:count]
+    if not top:  # no finite member scored yet: a diverged member copies any finite one
+        top = [m for m in range(members) if finite[m]]
+        ranked = []
     if not top:
         raise ValueError(
-            "No member has finite parameters and a score, so none can be copied: the whole "
-            "population diverged or ended no episode."
+            "Every member reached non-finite values, so none can be copied: the whole "
+            "population diverged."
         )
     bottom = set(ranked[-count:]) - set(top) if len(ranked) > count else set()
     bottom |= {m for m in range(members) if not finite[m]}
@@ -282,19 +294,33 @@ def leaf_values(
 
 
 def make_exploit(state_layout: Any, layout: Layout) -> Callable[..., Any]:
-    """The compiled copy: ``(state, source, leaves) -> state``.
+    """The compiled copy: ``(state, source, whole, leaves) -> state``.
 
     Every leaf under a ``seed`` tag of ``state_layout`` is gathered along the seed axis by
-    ``source`` (int32 ``(members,)``); ``leaves`` maps the flat index of a hyperparameter
-    leaf (in ``state.hparams``) to its new float32 ``(members,)`` values. The result keeps
-    the state's shardings on ``layout``'s devices. It compiles once per state structure.
+    ``source`` (int32 ``(members,)``). A member marked in ``whole`` (bool ``(members,)``: one
+    that diverged) takes its source's ``shard`` leaves too (environments, observations,
+    carries, replay), since they may hold what its non-finite policy did, all but its keys,
+    so that it does not repeat its source's draws. ``leaves`` maps the flat index of a
+    hyperparameter leaf (in ``state.hparams``) to its new float32 ``(members,)`` values. The
+    result keeps the state's shardings on ``layout``'s devices; it compiles once per state
+    structure.
     """
 
-    def exploit(state: Any, source: jax.Array, leaves: dict[int, jax.Array]) -> Any:
+    def exploit(
+        state: Any, source: jax.Array, whole: jax.Array, leaves: dict[int, jax.Array]
+    ) -> Any:
+        def copy_shard(x: jax.Array) -> jax.Array:
+            if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+                return x
+            pick = whole.reshape(whole.shape + (1,) * (x.ndim - 1))
+            return jnp.where(pick, jnp.take(x, source, axis=0), x)
+
         def gather(tag: str, subtree: Any) -> Any:
-            if tag != SEED:
-                return subtree
-            return jax.tree.map(lambda x: jnp.take(x, source, axis=0), subtree)
+            if tag == SEED:
+                return jax.tree.map(lambda x: jnp.take(x, source, axis=0), subtree)
+            if tag == SHARD:
+                return jax.tree.map(copy_shard, subtree)
+            return subtree
 
         out = jax.tree.map(gather, state_layout, state)
         flat, treedef = jax.tree.flatten(out.hparams)
