@@ -13,13 +13,16 @@ import pytest
 
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.sac import SACConfig, make_sac
+from rollax.training import RunConfig, load_run, resume, train
 from rollax.training._pbt import (
+    HISTORY,
     PBTConfig,
     choose_sources,
     explore_values,
     hyperparam_leaves,
     leaf_values,
     make_exploit,
+    read_history,
 )
 
 
@@ -157,3 +160,80 @@ def test_the_copy_takes_the_source_s_weights_bit_for_bit_and_compiles_once():
         np.testing.assert_array_equal(a[0], a[2])
     np.testing.assert_array_equal(_bits(again.key)[0], _bits(new.key)[0])
     assert not np.array_equal(_bits(again.key)[0][0], _bits(again.key)[0][2])
+
+
+TINY = PPOConfig(num_envs=4, num_steps=16, num_epochs=1, num_minibatches=1, hidden_sizes=(8,))
+
+
+def _pbt_run(tmp_path, name, **overrides):
+    settings = {
+        "env": "CartPole-v1",
+        "run_dir": str(tmp_path / name),
+        "log_every": 256,
+        "checkpoint_every": 1024,
+        "eval_episodes": 0,
+        "progress": False,
+        "pbt_interval": 512,
+        "pbt_explore": ("learning_rate=1e-4,1e-2", "ent_coef=0,0.05"),
+    }
+    return RunConfig(**{**settings, **overrides})
+
+
+def test_a_population_resumed_after_a_stop_makes_the_decisions_of_one_never_stopped(tmp_path):
+    config = TINY.replace(num_seeds=4, total_steps=2048)
+    whole = train(config, _pbt_run(tmp_path, "whole"))
+
+    def stop_at_768(run, row):  # between two steps, and before the first checkpoint
+        return run.env_steps < 768
+
+    cut = train(config, _pbt_run(tmp_path, "cut"), callback=stop_at_768)
+    assert load_run(cut).env_steps == 768
+    resume(cut)
+
+    history = read_history(whole / HISTORY)
+    assert [e["env_steps"] for e in history] == [0, 512, 1024, 1536, 2048]
+    assert history == read_history(cut / HISTORY)
+    for event in history[1:]:
+        # One of 4 members (ceil(0.25 * 4)) copies the best-scoring one.
+        assert sum(event["replaced"]) == 1 and event["event"] == "exploit"
+        (member,) = [m for m, r in enumerate(event["replaced"]) if r]
+        assert event["source"][member] == int(np.nanargmax(event["scores"]))
+        assert 1e-4 <= event["values"]["learning_rate"][member] <= 1e-2
+    a, b = load_run(whole).state, load_run(cut).state
+    for x, y in zip(_bits(a), _bits(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+    final = history[-1]["values"]["learning_rate"]
+    np.testing.assert_allclose(np.asarray(a.hparams.learning_rate), final, rtol=1e-6)
+
+
+def test_a_member_that_diverges_is_replaced_at_once_and_the_population_trains_on(tmp_path):
+    # Members 2 and 3 (learning rate 1e30) diverge in their first update; they take copies
+    # of members 0 and 1, learning rate included, and the run ends normally.
+    config = TINY.replace(num_seeds=2, total_steps=1024, sweep=("learning_rate=2.5e-4,1e30",))
+    run_config = _pbt_run(tmp_path, "run", pbt_explore=("ent_coef=0,0.05",))
+    run_dir = train(config, run_config)
+    history = read_history(run_dir / HISTORY)
+    diverged = history[1]
+    assert diverged["event"] == "diverged" and diverged["env_steps"] == 256
+    assert diverged["replaced"] == [False, False, True, True]
+    assert set(diverged["source"][2:]) <= {0, 1}
+    state = load_run(run_dir).state
+    np.testing.assert_array_equal(state.hparams.learning_rate, np.full(4, 2.5e-4, np.float32))
+    assert all(np.isfinite(x).all() for x in _values(state.params))
+    assert load_run(run_dir).env_steps == 1024
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"pbt_fraction": 0.75}, "pbt_fraction must be in"),
+        ({"pbt_perturb": 1.5}, "pbt_perturb must be in"),
+        ({"pbt_explore": ()}, "pbt_explore is empty"),
+    ],
+)
+def test_bad_population_settings_are_refused_before_anything_compiles(tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        train(TINY.replace(num_seeds=4), _pbt_run(tmp_path, "bad", **overrides))
+    with pytest.raises(ValueError, match="needs at least 2 members"):
+        train(TINY, _pbt_run(tmp_path, "one"))
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "one").exists()

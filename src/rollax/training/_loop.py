@@ -42,6 +42,7 @@ import jax
 import numpy as np
 
 from rollax.training._distributed import agree_any
+from rollax.training._pbt import HISTORY, PBTConfig, Population
 from rollax.training._plots import plot_curve
 from rollax.training._progress import Progress
 from rollax.training._run import Run, evaluate_state
@@ -157,6 +158,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         for label in points
     ]
     trackers: list = []
+    population: Population | None = None
     progress = Progress(
         run.algorithm.name.upper(), total, run.env_steps, rc.progress and is_writer()
     )
@@ -166,6 +168,8 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         print(f"rollax: training {_members(run)} on {_devices(agent.layout)}.", file=sys.stderr)
     try:
         trackers = open_trackers(directory, rc, run.config_json())  # --wandb, --mlflow
+        if PBTConfig.from_run_config(rc).enabled:
+            population = Population(run)
         with _stop_requests() as stops:
             stopping = asked = False
             while run.env_steps < total and not stopping:
@@ -187,9 +191,18 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                     tracker.write(run.env_steps, row)
                 for board, point_row in zip(point_boards, _point_rows(run, metrics), strict=True):
                     board.write(run.env_steps, point_row)
-                if not np.asarray(metrics["finite"]).all():
+                finite = np.asarray(metrics["finite"])
+                if population is not None:
+                    population.observe(row)
+                if not finite.all() and (population is None or not finite.any()):
                     progress.close()
                     _stop_diverged(run, previous, metrics)
+                if population is not None and (
+                    not finite.all() or population.due(run.env_steps)
+                ):  # a diverged member is replaced at once, the others at the interval
+                    run.state, event = population.step(run.state, run.env_steps, finite)
+                    if event["event"] == "diverged" and is_writer():
+                        _say_replaced(run, event)
                 progress.update(run.env_steps, row["steps_per_second"], recent)
                 asked = callback is not None and _call_back(callback, run, row) is False
                 stopping = agree_any(bool(stops) or asked)  # every process stops at one step
@@ -252,6 +265,30 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         for tracker in trackers:
             tracker.close()
     print(f"Run directory: {directory.path}", file=sys.stderr)
+
+
+def _say_replaced(run: Run, event: dict[str, Any]) -> None:
+    """Say which diverged members took copies of which (the population trains on)."""
+    labels = _member_labels(run)
+    copies = ", ".join(
+        f"{labels[m]} <- {labels[s]}"
+        for m, (s, r) in enumerate(zip(event["source"], event["replaced"], strict=True))
+        if r
+    )
+    print(
+        f"rollax: at step {event['env_steps']}, member(s) reached non-finite values and "
+        f"took a copy of a finite member ({copies}; {run.directory.path / HISTORY}); the "
+        "population trains on.",
+        file=sys.stderr,
+    )
+
+
+def _member_labels(run: Run) -> list[str]:
+    """Each member's name: its seed, or its grid point and seed."""
+    if point_labels(run.config.sweep):
+        fields = seed_return_fields(run.config.num_seeds, run.config.sweep)
+        return [f.removeprefix("episode_return") for f in fields]
+    return [f"seed {i}" for i in range(run.agent.num_seeds)]
 
 
 def _members(run: Run) -> str:

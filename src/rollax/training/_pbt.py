@@ -24,26 +24,38 @@ compiled, which every member of one program shares.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax._files import wrote
 from rollax.training._layout import SEED, SHARD, Layout
+from rollax.training._run_dir import is_writer, read_metrics, write_atomic
+from rollax.training._sinks import seed_return_fields
 
 __all__ = [
-    "Decision",
+    "HISTORY",
     "PBTConfig",
+    "Population",
+    "check_population",
     "choose_sources",
     "explore_values",
     "hyperparam_leaves",
     "leaf_values",
     "make_exploit",
+    "read_history",
 ]
+
+HISTORY = "population.jsonl"
+"""The population's history in a run directory: one JSON object per line, the first the
+members' starting values (``"event": "start"``), then one per exploit-and-explore step."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,14 +101,8 @@ class PBTConfig:
         """Whether the run trains its members as a population."""
         return self.interval > 0
 
-    def bounds(self, config: Any) -> dict[str, tuple[float, float]]:
-        """Each explored field's ``(low, high)``, checked against the agent's ``config``.
-
-        Raises:
-            ValueError: naming the entry or setting that does not fit, and what would.
-        """
-        cls = type(config)
-        name_of = cls.__name__
+    def check(self) -> None:
+        """Raise a ``ValueError`` naming the first setting out of range, and what is valid."""
         if isinstance(self.interval, bool) or not isinstance(self.interval, int):
             raise ValueError(f"pbt_interval must be an integer, got {self.interval!r}.")
         if self.interval < 0:
@@ -114,6 +120,18 @@ class PBTConfig:
                 "pbt_explore is empty: name the fields that evolve with their bounds, e.g. "
                 "learning_rate=1e-5,1e-2."
             )
+
+    def bounds(self, config: Any) -> dict[str, tuple[float, float]]:
+        """Each explored field's ``(low, high)``, checked against the agent's ``config``.
+
+        Every member's value (a sweep's grid points differ) must lie within the bounds.
+
+        Raises:
+            ValueError: naming the entry or setting that does not fit, and what would.
+        """
+        self.check()
+        cls = type(config)
+        name_of = cls.__name__
         sweepable = tuple(getattr(cls, "SWEEPABLE", ()))
         hints = typing.get_type_hints(cls)
         floats = [n for n in sweepable if hints.get(n) is float]
@@ -145,32 +163,15 @@ class PBTConfig:
                     f"pbt_explore: {name!r} {why}. Fields {name_of} can evolve: "
                     f"{', '.join(floats) or 'none'}."
                 )
-            value = getattr(config, name)
-            if not low <= value <= high:
-                raise ValueError(
-                    f"pbt_explore: {name}={value!r} in {name_of} lies outside its bounds "
-                    f"[{low}, {high}]; widen them or start inside."
-                )
+            for member in config.member_configs():
+                value = getattr(member, name)
+                if not low <= value <= high:
+                    raise ValueError(
+                        f"pbt_explore: {name}={value!r} in {name_of} lies outside its bounds "
+                        f"[{low}, {high}]; widen them or start inside."
+                    )
             out[name] = (low, high)
         return out
-
-
-@dataclasses.dataclass(frozen=True)
-class Decision:
-    """One exploit-and-explore step, as the run's history records it.
-
-    Attributes:
-        source: int ``(members,)``: the member each member copied (itself if it did not).
-        replaced: bool ``(members,)``: the members that copied another.
-        scores: float ``(members,)``: the scores ranked (NaN: a member that ended no
-            episode since the last step, ranked neither top nor bottom).
-        values: Each explored field's values after the step, float ``(members,)``.
-    """
-
-    source: np.ndarray
-    replaced: np.ndarray
-    scores: np.ndarray
-    values: dict[str, np.ndarray]
 
 
 def choose_sources(
@@ -332,3 +333,153 @@ def make_exploit(state_layout: Any, layout: Layout) -> Callable[..., Any]:
         return out
 
     return jax.jit(exploit)
+
+
+def read_history(path: Path) -> list[dict[str, Any]]:
+    """The events of a ``population.jsonl``, oldest first ([] for a missing file).
+
+    A last line a kill cut short (no line end) is left out.
+    """
+    if not path.is_file():
+        return []
+    text = path.read_text()
+    complete = text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
+def check_population(agent: Any, run_config: Any) -> None:
+    """Raise a ``ValueError`` if the run's PBT settings do not fit its agent (before compiling).
+
+    PBT needs at least two members and explored fields the agent holds as data.
+    """
+    settings = PBTConfig.from_run_config(run_config)
+    if not settings.enabled:
+        return
+    settings.bounds(agent.config)
+    if agent.num_seeds < 2:
+        raise ValueError(
+            f"pbt_interval={settings.interval}: population-based training needs at least 2 "
+            f"members, and {type(agent.config).__name__} makes {agent.num_seeds} (num_seeds "
+            "times the sweep's grid points); raise num_seeds."
+        )
+    if agent.hyperparams is None:
+        raise ValueError(f"The {agent.name} agent holds no hyperparameters as data to explore.")
+
+
+def _list(values: np.ndarray) -> list[Any]:
+    """``values`` for JSON: floats as they are, NaN as ``null``."""
+    return [None if isinstance(v, float) and math.isnan(v) else v for v in values.tolist()]
+
+
+class Population:
+    """A run's population between its chunks: scores, decisions, the copy and the history.
+
+    Built at the start of the training loop, and again on resume from the history and the
+    ``metrics.csv`` rows up to the checkpoint, so a resumed run makes the decisions the
+    run that never stopped made. A member's score is the mean, over the logging intervals
+    since the last step, of its ``metrics.csv`` return (the value written, so that a resumed
+    run reads the same numbers); intervals in which it ended no episode are left out.
+
+    Args:
+        run: The run (``run.state`` at ``run.env_steps``).
+    """
+
+    def __init__(self, run: Any) -> None:
+        agent, config = run.agent, run.config
+        self.settings = PBTConfig.from_run_config(run.run_config)
+        self.bounds = self.settings.bounds(config)
+        self.members = config.member_configs()
+        self.hyperparams = agent.hyperparams
+        self.leaves = hyperparam_leaves(agent.hyperparams, config, self.bounds)
+        self.columns = seed_return_fields(config.num_seeds, config.sweep)
+        self.seed = int(run.run_config.seed)
+        self.exploit = make_exploit(agent.state_layout, agent.layout)
+        self.path = run.directory.path / HISTORY
+        history = [e for e in read_history(self.path) if e["env_steps"] <= run.env_steps]
+        if history:
+            last = history[-1]
+            self.values = {k: np.asarray(v, np.float64) for k, v in last["values"].items()}
+            self.last_step = int(last["env_steps"])
+            if is_writer():  # what a kill left past the checkpoint is done again
+                lines = "".join(json.dumps(e) + "\n" for e in history)
+                write_atomic(self.path, lines.encode())
+        else:
+            self.values = {
+                name: np.asarray([getattr(m, name) for m in self.members], np.float64)
+                for name in self.bounds
+            }
+            self.last_step = run.env_steps
+            self._record({"env_steps": run.env_steps, "event": "start", **self._values()})
+        _, rows = read_metrics(run.directory.metrics)
+        self.window = [
+            self._returns(row)
+            for row in rows
+            if self.last_step < int(row["env_steps"]) <= run.env_steps
+        ]
+
+    def _values(self) -> dict[str, Any]:
+        return {"values": {k: v.tolist() for k, v in self.values.items()}}
+
+    def _returns(self, row: dict[str, Any]) -> np.ndarray:
+        """Each member's return in a ``metrics.csv`` row, NaN where it ended no episode."""
+        cells = [row.get(c, "") for c in self.columns]
+        return np.asarray([float(c) if c != "" else np.nan for c in cells], np.float64)
+
+    def _record(self, event: dict[str, Any]) -> None:
+        if is_writer():
+            with self.path.open("a") as f:
+                f.write(json.dumps(event) + "\n")
+                f.flush()
+            wrote(self.path)
+
+    def observe(self, row: dict[str, Any]) -> None:
+        """Count a logging interval's ``metrics.csv`` row towards the members' scores."""
+        self.window.append(self._returns(row))
+
+    def due(self, env_steps: int) -> bool:
+        """Whether an exploit-and-explore step is due at ``env_steps``."""
+        return env_steps - self.last_step >= self.settings.interval
+
+    def scores(self) -> np.ndarray:
+        """float64 ``(members,)``: each member's mean return since the last step (NaN: none)."""
+        if not self.window:
+            return np.full(len(self.columns), np.nan)
+        stacked = np.stack(self.window)
+        counted = (~np.isnan(stacked)).sum(axis=0)
+        total = np.where(np.isnan(stacked), 0.0, stacked).sum(axis=0)
+        return np.where(counted > 0, total / np.maximum(counted, 1), np.nan)
+
+    def step(self, state: Any, env_steps: int, finite: np.ndarray) -> tuple[Any, dict[str, Any]]:
+        """Exploit and explore at ``env_steps``: the new state and the event recorded.
+
+        With members that are not ``finite`` (they diverged), only they copy, at once;
+        otherwise the bottom fraction copies the top.
+        """
+        finite = np.asarray(finite, bool)
+        scores = self.scores()
+        rng = np.random.default_rng([self.seed, env_steps])
+        source, replaced = choose_sources(scores, finite, self.settings.fraction, rng)
+        diverged = not finite.all()
+        if diverged:  # out of turn: only the diverged members are replaced
+            replaced &= ~finite
+            source = np.where(replaced, source, np.arange(source.shape[0]))
+        self.values = explore_values(
+            self.values, source, replaced, self.bounds, self.settings.factors,
+            self.settings.resample, rng,
+        )  # fmt: skip
+        leaves = leaf_values(self.hyperparams, self.members, self.leaves, self.values)
+        state = self.exploit(
+            state, source.astype(np.int32), ~finite, {i: v for i, v in leaves.items()}
+        )
+        event = {
+            "env_steps": env_steps,
+            "event": "diverged" if diverged else "exploit",
+            "scores": _list(scores),
+            "source": source.tolist(),
+            "replaced": replaced.tolist(),
+            **self._values(),
+        }
+        self._record(event)
+        self.last_step = env_steps
+        self.window = []
+        return state, event

@@ -24,6 +24,7 @@ from rollax.checkpoints import Checkpointer
 from rollax.training._agent import Agent
 from rollax.training._config import config_to_json, decode_config
 from rollax.training._keys import run_keys
+from rollax.training._pbt import PBTConfig, check_population
 from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.training._run_dir import RunDirectory
 from rollax.training._sweep import point_labels
@@ -83,6 +84,20 @@ class RunConfig:
     """MLflow tracking URI to log the run to as well, e.g. sqlite:///mlflow.db or
     http://host:5000 (pip install 'rollax[mlflow]'); empty: none. The experiment is
     $MLFLOW_EXPERIMENT_NAME, or rollax. Resume continues the same MLflow run."""
+    pbt_interval: int = 0
+    """Population-based training: environment steps per member between two steps of
+    exploit and explore, checked after each logging interval; 0: none. The members are the
+    seeds (times a sweep's grid points); at least 2. History: population.jsonl."""
+    pbt_explore: tuple[str, ...] = ()
+    """What evolves under PBT, NAME=LOW,HIGH bounds, e.g. learning_rate=1e-5,1e-2: float
+    hyperparameters the agent holds as data (those it can sweep)."""
+    pbt_fraction: float = 0.25
+    """PBT: the bottom fraction of members (by recent mean return) that copy a member drawn
+    from the top fraction."""
+    pbt_perturb: float = 0.2
+    """PBT: a copied value is multiplied by 1 - pbt_perturb or 1 + pbt_perturb."""
+    pbt_resample: float = 0.25
+    """PBT: the chance that a copied value is drawn anew within its bounds instead."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first invalid field and what would be valid."""
@@ -99,6 +114,7 @@ class RunConfig:
             raise ValueError(f"RunConfig.wandb must be a W&B project name, got {self.wandb!r}.")
         if not isinstance(self.mlflow, str):
             raise ValueError(f"RunConfig.mlflow must be a tracking URI, got {self.mlflow!r}.")
+        PBTConfig.from_run_config(self).check()
         for name, package, extra in (("wandb", "wandb", "wandb"), ("mlflow", "mlflow", "mlflow")):
             if getattr(self, name) and importlib.util.find_spec(package) is None:
                 raise ValueError(
@@ -264,6 +280,7 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
         enable_compilation_cache()
     agent = algorithm.make(config, run_config.env, **run_config.make_options)
     env_params = env_params_for(agent, run_config)  # checked before anything compiles
+    check_population(agent, run_config)
     agent.warmup(evaluations(run_config))  # init, run and evaluate compile side by side
     run = Run(
         directory=directory,
@@ -277,6 +294,16 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
     directory.write_config(run.config_json())
     train_loop(run, callback)
     return directory.path
+
+
+_NO_PBT = {
+    "pbt_interval": 0,
+    "pbt_explore": [],
+    "pbt_fraction": 0.25,
+    "pbt_perturb": 0.2,
+    "pbt_resample": 0.25,
+}
+"""The PBT fields of a run written before population-based training existed."""
 
 
 def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]:
@@ -301,6 +328,8 @@ def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]
     run_fields = stored["run"]
     if isinstance(run_fields, dict):  # runs written before the trackers existed had none
         run_fields = {"wandb": "", "mlflow": "", **run_fields}
+        # ... nor population-based training.
+        run_fields = {**_NO_PBT, **run_fields}
     run_config = decode_config(RunConfig, run_fields, f"{where}: 'run'")
     return algorithm, config, run_config
 
