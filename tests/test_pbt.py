@@ -6,6 +6,10 @@ bit, keeps its own environments and keys, and nothing compiles twice.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -237,3 +241,35 @@ def test_bad_population_settings_are_refused_before_anything_compiles(tmp_path, 
     with pytest.raises(ValueError, match="needs at least 2 members"):
         train(TINY, _pbt_run(tmp_path, "one"))
     assert not (tmp_path / "bad").exists() and not (tmp_path / "one").exists()
+
+
+PBT_CLI = [
+    "train", "ppo", "--env", "CartPole-v1", "--num-envs", "4", "--num-steps", "16",
+    "--num-epochs", "1", "--num-minibatches", "1", "--hidden-sizes", "8", "--num-seeds", "4",
+    "--total-steps", "2048", "--log-every", "256", "--eval-episodes", "0", "--no-progress",
+    "--pbt-interval", "512", "--pbt-explore", "learning_rate=1e-4,1e-2", "ent_coef=0,0.05",
+]  # fmt: skip
+
+
+def test_a_population_over_4_devices_trains_as_on_1(tmp_path):
+    # The command line's members on 4 (forced CPU) devices, one each, and on 1: the same
+    # decisions, and parameters equal to the tolerance of tests/test_devices.py.
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "ROLLAX_CACHE_DIR": str(tmp_path / "cache")}
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    said = {}
+    for devices in (4, 1):
+        done = subprocess.run(
+            [sys.executable, "-m", "rollax", *PBT_CLI, "--devices", str(devices),
+             "--run-dir", str(tmp_path / f"on{devices}")],
+            env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        said[devices] = done.stderr
+    assert "on 4 cpu devices (the seed axis over 4" in said[4] and "on 1 device" in said[1]
+    four, one = read_history(tmp_path / "on4" / HISTORY), read_history(tmp_path / "on1" / HISTORY)
+    assert [(e["source"], e["replaced"]) for e in four[1:]] == [
+        (e["source"], e["replaced"]) for e in one[1:]
+    ]
+    a, b = load_run(tmp_path / "on4").state, load_run(tmp_path / "on1").state
+    for x, y in zip(_values(a.params), _values(b.params), strict=True):
+        np.testing.assert_allclose(x, y, atol=1e-4)
