@@ -6,10 +6,12 @@ bit, keeps its own environments and keys, and nothing compiles twice.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
+import imageio.v3 as iio
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,6 +23,7 @@ from rollax.training import RunConfig, load_run, resume, train
 from rollax.training._pbt import (
     HISTORY,
     PBTConfig,
+    best_lineage,
     choose_sources,
     explore_values,
     hyperparam_leaves,
@@ -195,7 +198,7 @@ def test_a_population_resumed_after_a_stop_makes_the_decisions_of_one_never_stop
     resume(cut)
 
     history = read_history(whole / HISTORY)
-    assert [e["env_steps"] for e in history] == [0, 512, 1024, 1536, 2048]
+    assert [e["env_steps"] for e in history] == [0, 512, 1024, 1536]  # none at the end
     assert history == read_history(cut / HISTORY)
     for event in history[1:]:
         # One of 4 members (ceil(0.25 * 4)) copies the best-scoring one.
@@ -203,6 +206,7 @@ def test_a_population_resumed_after_a_stop_makes_the_decisions_of_one_never_stop
         (member,) = [m for m, r in enumerate(event["replaced"]) if r]
         assert event["source"][member] == int(np.nanargmax(event["scores"]))
         assert 1e-4 <= event["values"]["learning_rate"][member] <= 1e-2
+    assert iio.imread(whole / "population.png").ndim == 3  # drawn at each checkpoint
     a, b = load_run(whole).state, load_run(cut).state
     for x, y in zip(_bits(a), _bits(b), strict=True):
         np.testing.assert_array_equal(x, y)
@@ -270,6 +274,60 @@ def test_a_population_over_4_devices_trains_as_on_1(tmp_path):
     assert [(e["source"], e["replaced"]) for e in four[1:]] == [
         (e["source"], e["replaced"]) for e in one[1:]
     ]
+    out = tmp_path / "schedules.png"
+    plot = [sys.executable, "-m", "rollax", "plot", str(tmp_path / "on4"), "--population"]
+    done = subprocess.run([*plot, "--out", str(out)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and iio.imread(out).ndim == 3, done.stderr
     a, b = load_run(tmp_path / "on4").state, load_run(tmp_path / "on1").state
     for x, y in zip(_values(a.params), _values(b.params), strict=True):
         np.testing.assert_allclose(x, y, atol=1e-4)
+
+
+def test_the_best_member_s_lineage_is_the_schedule_it_inherited(tmp_path):
+    # Member 1 copies member 0 at step 10 (and moves its value); member 0 then copies
+    # member 1 at step 20. Member 0 ends best: its schedule is 0's value, then 1's new one.
+    events = [
+        {"env_steps": 0, "event": "start", "values": {"lr": [1.0, 2.0]}},
+        {"env_steps": 10, "event": "exploit", "scores": [5, 1], "source": [0, 0],
+         "replaced": [False, True], "values": {"lr": [1.0, 1.2]}},
+        {"env_steps": 20, "event": "exploit", "scores": [1, 5], "source": [1, 1],
+         "replaced": [True, False], "values": {"lr": [0.96, 1.2]}},
+        {"env_steps": 30, "event": "exploit", "scores": [7, 5], "source": [0, 1],
+         "replaced": [False, False], "values": {"lr": [0.96, 1.2]}},
+    ]  # fmt: skip
+    (tmp_path / HISTORY).write_text("".join(json.dumps(e) + "\n" for e in events) + '{"cut')
+    best, schedule = best_lineage(tmp_path)
+    assert best == 0
+    assert schedule == [(0, {"lr": 1.0}), (10, {"lr": 1.2}), (20, {"lr": 0.96}), (30, {"lr": 0.96})]
+
+
+def test_a_plain_run_replays_the_best_member_s_schedule(tmp_path):
+    # A population's history (member 1 copies member 0 at 512; member 0 ends best), and a
+    # plain run that follows member 0's lineage: 1e-3, then 5e-4 from step 1024 on.
+    population = tmp_path / "population"
+    population.mkdir()
+    events = [
+        {"env_steps": 0, "event": "start", "values": {"learning_rate": [1e-3, 2e-3]}},
+        {"env_steps": 512, "event": "exploit", "scores": [5, 1], "source": [0, 0],
+         "replaced": [False, True], "values": {"learning_rate": [1e-3, 1.2e-3]}},
+        {"env_steps": 1024, "event": "exploit", "scores": [1, 5], "source": [1, 1],
+         "replaced": [True, False], "values": {"learning_rate": [5e-4, 1.2e-3]}},
+    ]  # fmt: skip
+    (population / HISTORY).write_text("".join(json.dumps(e) + "\n" for e in events))
+    (population / "eval.json").write_text(
+        json.dumps({"deterministic": {"per_seed_mean": [10.0, 3.0]}})
+    )
+    assert best_lineage(population)[1] == [
+        (0, {"learning_rate": 1e-3}), (512, {"learning_rate": 1.2e-3}),
+        (1024, {"learning_rate": 5e-4}),
+    ]  # fmt: skip
+    seen = {}
+
+    def record(run, row):  # after each interval: the values from this step on
+        seen[run.env_steps] = float(np.asarray(run.state.hparams.learning_rate)[0])
+
+    plain = _pbt_run(tmp_path, "replay", pbt_interval=0, pbt_explore=(), pbt_replay=str(population))
+    train(TINY.replace(total_steps=1536), plain, callback=record)
+    expected = {256: 1e-3, 512: 1.2e-3, 768: 1.2e-3, 1024: 5e-4, 1280: 5e-4, 1536: 5e-4}
+    assert seen.keys() == expected.keys()
+    np.testing.assert_allclose([seen[k] for k in expected], list(expected.values()), rtol=1e-6)

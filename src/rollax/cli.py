@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="trailing mean over N logging intervals (default: 1, none)",
     )
     plot.add_argument("--title", default=None, help="default: the runs' algorithm and env")
+    plot.add_argument(
+        "--population",
+        action="store_true",
+        help="draw the hyperparameter schedules of one population-based training run "
+        "(its population.jsonl) instead of learning curves",
+    )
 
     commands.add_parser(
         "envs", help="list the registered environments and the installed suites' ones"
@@ -362,6 +368,15 @@ def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
         if args.video:
             path, episode_return = training.write_video(args.run_dir, args.video)
             print(f"Wrote {path} (one episode, return {episode_return:.1f}).", file=sys.stderr)
+        return 0
+    if args.command == "plot" and args.population:
+        if len(args.run_dirs) != 1:
+            print(
+                "rollax plot: error: --population draws one run; give one RUN_DIR.", file=sys.stderr
+            )
+            return 2
+        path = training.plot_population(args.run_dirs[0], args.out)
+        print(f"Wrote {path} (the schedules of {args.run_dirs[0]}'s members).", file=sys.stderr)
         return 0
     if args.command == "plot":
         path = training.plot_runs(

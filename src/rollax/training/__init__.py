@@ -14,6 +14,9 @@
   :func:`write_video`, with metrics, progress, checkpoints, a NaN guard and clean stops.
 - Learning curves: :func:`plot_runs` (:func:`draw_runs`) overlays several runs, the mean
   over each run's seeds with a band for their spread.
+- Population-based training (``RunConfig.pbt_*``): the schedules that emerged
+  (:func:`plot_population`, :func:`draw_population`) and the best member's
+  (:func:`best_lineage`).
 - Configuration files decoded by field type, and the random keys of a run.
 """
 
@@ -45,7 +48,14 @@ from rollax.training._layout import (
 )
 from rollax.training._loop import COMMON_METRICS, Callback, TrainingDiverged
 from rollax.training._optim import GradientStep, polyak
-from rollax.training._plots import draw_runs, plot_curve, plot_runs
+from rollax.training._pbt import best_lineage
+from rollax.training._plots import (
+    draw_population,
+    draw_runs,
+    plot_curve,
+    plot_population,
+    plot_runs,
+)
 from rollax.training._registry import (
     Algorithm,
     algorithm_for_config,
@@ -93,11 +103,13 @@ __all__ = [
     "agree_any",
     "algorithm_for_config",
     "algorithms",
+    "best_lineage",
     "build_agent",
     "check_budget",
     "check_video_path",
     "config_to_json",
     "decode_config",
+    "draw_population",
     "draw_runs",
     "enable_compilation_cache",
     "evaluate_run",
@@ -111,6 +123,7 @@ __all__ = [
     "map_seeds",
     "params_for_batch",
     "plot_curve",
+    "plot_population",
     "plot_runs",
     "polyak",
     "record_episode",

@@ -42,8 +42,8 @@ import jax
 import numpy as np
 
 from rollax.training._distributed import agree_any
-from rollax.training._pbt import HISTORY, PBTConfig, Population
-from rollax.training._plots import plot_curve
+from rollax.training._pbt import HISTORY, PBTConfig, Population, ScheduleReplay
+from rollax.training._plots import plot_curve, plot_population
 from rollax.training._progress import Progress
 from rollax.training._run import Run, evaluate_state
 from rollax.training._run_dir import is_writer, write_atomic
@@ -170,6 +170,9 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         trackers = open_trackers(directory, rc, run.config_json())  # --wandb, --mlflow
         if PBTConfig.from_run_config(rc).enabled:
             population = Population(run)
+        replay = ScheduleReplay(run) if rc.pbt_replay else None
+        if replay is not None:
+            run.state = replay.apply(run.state, run.env_steps)
         with _stop_requests() as stops:
             stopping = asked = False
             while run.env_steps < total and not stopping:
@@ -198,11 +201,13 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                     progress.close()
                     _stop_diverged(run, previous, metrics)
                 if population is not None and (
-                    not finite.all() or population.due(run.env_steps)
-                ):  # a diverged member is replaced at once, the others at the interval
+                    not finite.all() or (population.due(run.env_steps) and run.env_steps < total)
+                ):  # a diverged member is replaced at once; none copies at the very end
                     run.state, event = population.step(run.state, run.env_steps, finite)
                     if event["event"] == "diverged" and is_writer():
                         _say_replaced(run, event)
+                if replay is not None:
+                    run.state = replay.apply(run.state, run.env_steps)
                 progress.update(run.env_steps, row["steps_per_second"], recent)
                 asked = callback is not None and _call_back(callback, run, row) is False
                 stopping = agree_any(bool(stops) or asked)  # every process stops at one step
@@ -404,8 +409,12 @@ def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
 
 
 def _checkpoint(run: Run, trackers: list = ()) -> None:
-    """Save a checkpoint, redraw ``curve.png`` and send it to the trackers."""
+    """Save a checkpoint, redraw ``curve.png`` (and a population's schedules), send them on."""
     run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
     plot_curve(run.directory.path)
+    pictures = [run.directory.curve]
+    if (run.directory.path / HISTORY).is_file() and is_writer():  # the schedules so far
+        pictures.append(plot_population(run.directory.path))
     for tracker in trackers:
-        tracker.upload(run.directory.curve)
+        for picture in pictures:
+            tracker.upload(picture)

@@ -44,6 +44,8 @@ __all__ = [
     "HISTORY",
     "PBTConfig",
     "Population",
+    "ScheduleReplay",
+    "best_lineage",
     "check_population",
     "choose_sources",
     "explore_values",
@@ -483,3 +485,83 @@ class Population:
         self.last_step = env_steps
         self.window = []
         return state, event
+
+
+def best_lineage(directory: Path) -> tuple[int, list[tuple[int, dict[str, float]]]]:
+    """The best member of a population run, and the schedule its lineage followed.
+
+    The best member is the one whose final evaluation (``eval.json``, deterministic policy)
+    is highest, or without one the highest scorer at the last step. Its lineage follows it
+    back through the members it copied; the schedule is the explored values that lineage
+    held from each step of the history on: ``[(env_steps, {name: value}), ...]``, from 0.
+
+    Raises:
+        ValueError: a directory without a population history.
+    """
+    history = read_history(Path(directory) / HISTORY)
+    if not history:
+        raise ValueError(f"{directory} holds no {HISTORY}: its run did not train a population.")
+    members = len(next(iter(history[0]["values"].values())))
+    evaluation = Path(directory) / "eval.json"
+    scores = None
+    if evaluation.is_file():
+        scores = json.loads(evaluation.read_text())["deterministic"]["per_seed_mean"]
+    elif len(history) > 1:
+        scores = [np.nan if s is None else s for s in history[-1]["scores"]]
+    best = 0 if scores is None or np.isnan(scores).all() else int(np.nanargmax(scores))
+    member, schedule = best, []
+    for event in reversed(history):
+        values = {name: float(v[member]) for name, v in event["values"].items()}
+        schedule.append((int(event["env_steps"]), values))
+        if event.get("replaced", [False] * members)[member]:
+            member = int(event["source"][member])
+    return best, schedule[::-1]
+
+
+class ScheduleReplay:
+    """A plain run that follows the schedule a population's best member inherited.
+
+    ``RunConfig.pbt_replay`` names the population run; from each step of the schedule
+    (:func:`best_lineage`) on, every member of this run trains with that step's values of
+    the explored fields, set at the first logging interval that ends there or later (at the
+    step itself with the population's ``log_every``). Resumed, the run sets the values of
+    its step again, so it goes on as one that never stopped.
+
+    Args:
+        run: The run that replays.
+    """
+
+    def __init__(self, run: Any) -> None:
+        source = Path(run.run_config.pbt_replay)
+        _, self.schedule = best_lineage(source)
+        fields = sorted(self.schedule[0][1])
+        config = run.config
+        bounds = {name: (-math.inf, math.inf) for name in fields}
+        hints = typing.get_type_hints(type(config))
+        floats = [n for n in getattr(type(config), "SWEEPABLE", ()) if hints.get(n) is float]
+        unknown = [n for n in fields if n not in floats]
+        if unknown:
+            raise ValueError(
+                f"pbt_replay: {source}'s schedule sets {', '.join(unknown)}, which "
+                f"{type(config).__name__} does not hold as data; replay it with the algorithm "
+                "that trained the population."
+            )
+        self.members = config.member_configs()
+        self.hyperparams = run.agent.hyperparams
+        self.leaves = hyperparam_leaves(run.agent.hyperparams, config, bounds)
+        self.program = make_exploit(run.agent.state_layout, run.agent.layout)
+        self.applied: int | None = None
+
+    def apply(self, state: Any, env_steps: int) -> Any:
+        """The state with the values of the schedule's latest step at or before ``env_steps``."""
+        index = max(i for i, (step, _) in enumerate(self.schedule) if step <= env_steps)
+        if index == self.applied:
+            return state
+        self.applied = index
+        count = len(self.members)
+        values = {
+            name: np.full(count, v, np.float64) for name, v in self.schedule[index][1].items()
+        }
+        leaves = leaf_values(self.hyperparams, self.members, self.leaves, values)
+        identity = np.arange(count, dtype=np.int32)
+        return self.program(state, identity, np.zeros(count, bool), leaves)

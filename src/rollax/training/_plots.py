@@ -29,7 +29,16 @@ from rollax.training._sweep import point_labels
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["BANDS", "STATS", "X_AXES", "draw_runs", "plot_curve", "plot_runs"]
+__all__ = [
+    "BANDS",
+    "STATS",
+    "X_AXES",
+    "draw_population",
+    "draw_runs",
+    "plot_curve",
+    "plot_population",
+    "plot_runs",
+]
 
 X_AXES = ("steps", "time")
 """What a curve is drawn against: environment steps per seed, or wall-clock training time."""
@@ -438,3 +447,69 @@ def plot_curve(directory: Path) -> Path | None:
         return None
     figure = _draw(curves, "steps", 1, "std", None, "mean")
     return _save(figure, RunDirectory(Path(directory)).curve)
+
+
+def draw_population(directory: str | Path) -> Figure:
+    """The hyperparameter schedules a population-based training run's members followed.
+
+    One panel per explored field: each member's value against environment steps per seed,
+    as ``population.jsonl`` records it, a dot where the member copied another (and took its
+    value, perturbed), and the lineage of the member that scored best at the last step (or,
+    with ``eval.json``, evaluated best) drawn bold: the schedule that emerged.
+
+    Raises:
+        ValueError: a directory whose run did not train a population.
+    """
+    from matplotlib.figure import Figure
+
+    from rollax.training._pbt import HISTORY, best_lineage, read_history
+
+    directory = Path(directory)
+    history = read_history(directory / HISTORY)
+    if not history:
+        raise ValueError(
+            f"{directory} holds no {HISTORY}: its run did not train a population "
+            "(rollax train ... --pbt-interval N --pbt-explore NAME=LOW,HIGH)."
+        )
+    steps = np.asarray([e["env_steps"] for e in history])
+    names = sorted(history[0]["values"])
+    best, schedule = best_lineage(directory)
+    fig = Figure(figsize=(7, 2.6 * len(names) + 0.6), dpi=100, layout="constrained")
+    axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
+    end = max(int(steps[-1]), _last_step(directory))
+    for ax, name in zip(axes, names, strict=True):
+        values = np.asarray([e["values"][name] for e in history], np.float64)
+        xs = np.append(steps, end)
+        for m in range(values.shape[1]):
+            ys = np.append(values[:, m], values[-1, m])
+            ax.step(xs, ys, where="post", color="0.6", linewidth=0.8)
+            copied = [k for k, e in enumerate(history) if e.get("replaced", [False] * (m + 1))[m]]
+            ax.plot(steps[copied], values[copied, m], ".", color="0.35", markersize=4)
+        lineage = np.asarray([v[name] for _, v in schedule], np.float64)
+        at = np.append([s for s, _ in schedule], end)
+        ax.step(at, np.append(lineage, lineage[-1]), where="post", color="C0", linewidth=2.2,
+                label=f"member {best}'s lineage")  # fmt: skip
+        low, high = values.min(), values.max()
+        if low > 0 and high / low >= 10:
+            ax.set_yscale("log")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="small")
+    axes[-1].set_xlabel("environment steps per seed")
+    events = sum(e["event"] != "start" for e in history)
+    axes[0].set_title(
+        f"{directory.name}: {values.shape[1]} members, {events} PBT steps (dots: copies)"
+    )
+    return fig
+
+
+def _last_step(directory: Path) -> int:
+    """The last ``env_steps`` of the run's ``metrics.csv`` (0 without rows)."""
+    _, rows = read_metrics(directory / "metrics.csv")
+    return int(rows[-1]["env_steps"]) if rows else 0
+
+
+def plot_population(directory: str | Path, out: str | Path | None = None) -> Path:
+    """Draw :func:`draw_population` to ``out`` (default: the run's ``population.png``)."""
+    path = Path(out) if out is not None else Path(directory) / "population.png"
+    return _save(draw_population(directory), path)

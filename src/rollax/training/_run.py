@@ -24,7 +24,7 @@ from rollax.checkpoints import Checkpointer
 from rollax.training._agent import Agent
 from rollax.training._config import config_to_json, decode_config
 from rollax.training._keys import run_keys
-from rollax.training._pbt import PBTConfig, check_population
+from rollax.training._pbt import HISTORY, PBTConfig, check_population
 from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.training._run_dir import RunDirectory
 from rollax.training._sweep import point_labels
@@ -98,6 +98,10 @@ class RunConfig:
     """PBT: a copied value is multiplied by 1 - pbt_perturb or 1 + pbt_perturb."""
     pbt_resample: float = 0.25
     """PBT: the chance that a copied value is drawn anew within its bounds instead."""
+    pbt_replay: str = ""
+    """A population-based training run's directory whose best member's schedule this run
+    follows (its explored hyperparameters set at the steps where that lineage's changed);
+    empty: none."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first invalid field and what would be valid."""
@@ -115,6 +119,20 @@ class RunConfig:
         if not isinstance(self.mlflow, str):
             raise ValueError(f"RunConfig.mlflow must be a tracking URI, got {self.mlflow!r}.")
         PBTConfig.from_run_config(self).check()
+        if not isinstance(self.pbt_replay, str):
+            raise ValueError(
+                f"RunConfig.pbt_replay must be a run directory, got {self.pbt_replay!r}."
+            )
+        if self.pbt_replay and self.pbt_interval:
+            raise ValueError(
+                "RunConfig.pbt_replay replays a schedule in a plain run; it cannot be combined "
+                f"with pbt_interval={self.pbt_interval} (a population of its own)."
+            )
+        if self.pbt_replay and not (Path(self.pbt_replay) / HISTORY).is_file():
+            raise ValueError(
+                f"RunConfig.pbt_replay {self.pbt_replay!r} holds no {HISTORY}: give the "
+                "directory of a run trained with --pbt-interval."
+            )
         for name, package, extra in (("wandb", "wandb", "wandb"), ("mlflow", "mlflow", "mlflow")):
             if getattr(self, name) and importlib.util.find_spec(package) is None:
                 raise ValueError(
@@ -302,6 +320,7 @@ _NO_PBT = {
     "pbt_fraction": 0.25,
     "pbt_perturb": 0.2,
     "pbt_resample": 0.25,
+    "pbt_replay": "",
 }
 """The PBT fields of a run written before population-based training existed."""
 
