@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rollax.agents.dqn import DQNConfig
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.sac import SACConfig, make_sac
 from rollax.training import RunConfig, load_run, resume, train
@@ -129,7 +130,7 @@ def test_the_copy_takes_the_source_s_weights_bit_for_bit_and_compiles_once():
     state, _ = agent.run(agent.init(jax.random.key(0)), 256)
     ppo_hyperparams = agent.hyperparams
     leaves = hyperparam_leaves(ppo_hyperparams, config, ["learning_rate"])
-    exploit = make_exploit(agent.state_layout, agent.layout)
+    exploit = make_exploit(agent.state_layout, agent.layout, type(agent.hyperparams(config)))
     compiles = []
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, *_, **__: (
@@ -331,3 +332,34 @@ def test_a_plain_run_replays_the_best_member_s_schedule(tmp_path):
     expected = {256: 1e-3, 512: 1.2e-3, 768: 1.2e-3, 1024: 5e-4, 1280: 5e-4, 1536: 5e-4}
     assert seen.keys() == expected.keys()
     np.testing.assert_allclose([seen[k] for k in expected], list(expected.values()), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("config", "env", "explore"),
+    [
+        (DQNConfig(num_envs=4, learning_starts=128, batch_size=32, buffer_size=1024,
+                   hidden_sizes=(8,), num_seeds=4, total_steps=2048), "CartPole-v1",
+         ("learning_rate=1e-5,1e-2", "exploration_end=0.01,0.2")),
+        (SACConfig(num_envs=2, learning_starts=64, batch_size=32, buffer_size=512,
+                   hidden_sizes=(8,), num_seeds=4, total_steps=1024), "Pendulum-v1",
+         ("learning_rate=1e-5,1e-2", "target_entropy_scale=0.2,2")),
+    ],
+)  # fmt: skip
+def test_off_policy_populations_evolve_their_learner_s_hyperparameters(
+    tmp_path, config, env, explore
+):
+    run_config = _pbt_run(
+        tmp_path, "run", env=env, pbt_explore=explore, log_every=config.total_steps // 8,
+        pbt_interval=config.total_steps // 4, pbt_fraction=0.5,
+    )  # fmt: skip
+    run_dir = train(config, run_config)
+    history = read_history(run_dir / HISTORY)
+    # A step waits for the first scores (Pendulum's episodes all end after 200 steps).
+    assert history[0]["event"] == "start" and len(history) >= 2
+    for event in history[1:]:
+        assert event["event"] == "exploit" and sum(event["replaced"]) == 2
+        assert None not in event["scores"]
+    hparams = load_run(run_dir).state.learner.hparams
+    np.testing.assert_allclose(
+        hparams.learning_rate, history[-1]["values"]["learning_rate"], rtol=1e-6
+    )

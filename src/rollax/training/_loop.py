@@ -204,7 +204,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
                     not finite.all() or (population.due(run.env_steps) and run.env_steps < total)
                 ):  # a diverged member is replaced at once; none copies at the very end
                     run.state, event = population.step(run.state, run.env_steps, finite)
-                    if event["event"] == "diverged" and is_writer():
+                    if event is not None and event["event"] == "diverged" and is_writer():
                         _say_replaced(run, event)
                 if replay is not None:
                     run.state = replay.apply(run.state, run.env_steps)

@@ -296,7 +296,7 @@ def leaf_values(
     return out
 
 
-def make_exploit(state_layout: Any, layout: Layout) -> Callable[..., Any]:
+def make_exploit(state_layout: Any, layout: Layout, hparams_type: type) -> Callable[..., Any]:
     """The compiled copy: ``(state, source, whole, leaves) -> state``.
 
     Every leaf under a ``seed`` tag of ``state_layout`` is gathered along the seed axis by
@@ -304,7 +304,9 @@ def make_exploit(state_layout: Any, layout: Layout) -> Callable[..., Any]:
     that diverged) takes its source's ``shard`` leaves too (environments, observations,
     carries, replay), since they may hold what its non-finite policy did, all but its keys,
     so that it does not repeat its source's draws. ``leaves`` maps the flat index of a
-    hyperparameter leaf (in ``state.hparams``) to its new float32 ``(members,)`` values. The
+    hyperparameter leaf to its new float32 ``(members,)`` values: a leaf of the state's one
+    node of ``hparams_type`` (what the agent's ``hyperparams`` returns: PPO keeps it as
+    ``state.hparams``, DQN and SAC as ``state.learner.hparams``). The
     result keeps the state's shardings on ``layout``'s devices; it compiles once per state
     structure.
     """
@@ -325,11 +327,16 @@ def make_exploit(state_layout: Any, layout: Layout) -> Callable[..., Any]:
                 return jax.tree.map(copy_shard, subtree)
             return subtree
 
+        def explored(hparams: Any) -> Any:
+            if not isinstance(hparams, hparams_type):
+                return hparams
+            flat, treedef = jax.tree.flatten(hparams)
+            for index, value in leaves.items():
+                flat[index] = value.astype(flat[index].dtype)
+            return jax.tree.unflatten(treedef, flat)
+
         out = jax.tree.map(gather, state_layout, state)
-        flat, treedef = jax.tree.flatten(out.hparams)
-        for index, value in leaves.items():
-            flat[index] = value.astype(flat[index].dtype)
-        out = out.replace(hparams=jax.tree.unflatten(treedef, flat))
+        out = jax.tree.map(explored, out, is_leaf=lambda x: isinstance(x, hparams_type))
         if layout.mesh is not None:  # where the state was: the seed axis over its devices
             out = jax.lax.with_sharding_constraint(out, layout.shardings(state_layout, out))
         return out
@@ -395,7 +402,9 @@ class Population:
         self.leaves = hyperparam_leaves(agent.hyperparams, config, self.bounds)
         self.columns = seed_return_fields(config.num_seeds, config.sweep)
         self.seed = int(run.run_config.seed)
-        self.exploit = make_exploit(agent.state_layout, agent.layout)
+        self.exploit = make_exploit(
+            agent.state_layout, agent.layout, type(agent.hyperparams(config))
+        )
         self.path = run.directory.path / HISTORY
         history = [e for e in read_history(self.path) if e["env_steps"] <= run.env_steps]
         if history:
@@ -451,14 +460,20 @@ class Population:
         total = np.where(np.isnan(stacked), 0.0, stacked).sum(axis=0)
         return np.where(counted > 0, total / np.maximum(counted, 1), np.nan)
 
-    def step(self, state: Any, env_steps: int, finite: np.ndarray) -> tuple[Any, dict[str, Any]]:
+    def step(
+        self, state: Any, env_steps: int, finite: np.ndarray
+    ) -> tuple[Any, dict[str, Any] | None]:
         """Exploit and explore at ``env_steps``: the new state and the event recorded.
 
         With members that are not ``finite`` (they diverged), only they copy, at once;
-        otherwise the bottom fraction copies the top.
+        otherwise the bottom fraction copies the top. While no member has a score (no
+        episode has ended since the last step), nothing happens (``None``): the step is
+        taken after the first interval that ends one.
         """
         finite = np.asarray(finite, bool)
         scores = self.scores()
+        if finite.all() and np.isnan(scores).all():  # no member has ended an episode yet:
+            return state, None  # the step waits for the first scores
         rng = np.random.default_rng([self.seed, env_steps])
         source, replaced = choose_sources(scores, finite, self.settings.fraction, rng)
         diverged = not finite.all()
@@ -549,7 +564,9 @@ class ScheduleReplay:
         self.members = config.member_configs()
         self.hyperparams = run.agent.hyperparams
         self.leaves = hyperparam_leaves(run.agent.hyperparams, config, bounds)
-        self.program = make_exploit(run.agent.state_layout, run.agent.layout)
+        self.program = make_exploit(
+            run.agent.state_layout, run.agent.layout, type(run.agent.hyperparams(config))
+        )
         self.applied: int | None = None
 
     def apply(self, state: Any, env_steps: int) -> Any:
