@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 
@@ -17,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rollax._files import KILL_AFTER_WRITES
 from rollax.agents.dqn import DQNConfig
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.sac import SACConfig, make_sac
@@ -363,3 +366,33 @@ def test_off_policy_populations_evolve_their_learner_s_hyperparameters(
     np.testing.assert_allclose(
         hparams.learning_rate, history[-1]["values"]["learning_rate"], rtol=1e-6
     )
+
+
+def test_a_population_killed_between_a_step_and_its_checkpoint_resumes_bit_for_bit(tmp_path):
+    # Killed (SIGKILL) right after the history line of the step at 1536, whose checkpoint
+    # (at 2048) never came: resume goes back to the checkpoint at 1024, drops that line, and
+    # takes the step again as the run that was never killed did.
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "ROLLAX_CACHE_DIR": str(tmp_path / "cache")}
+    args = [*PBT_CLI, "--devices", "1", "--checkpoint-every", "1024"]
+
+    def rollax(run_dir, *extra, kill_after=None):
+        run_env = env if kill_after is None else {**env, KILL_AFTER_WRITES: str(kill_after)}
+        command = [sys.executable, "-m", "rollax", *extra]
+        if not extra:
+            command += [*args, "--run-dir", str(run_dir)]
+        return subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=600)
+
+    whole = rollax(tmp_path / "whole", kill_after=0)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    written = re.findall(r"^rollax: write (\d+): (.*)$", whole.stderr, re.MULTILINE)
+    history_writes = [int(n) for n, path in written if path.endswith(HISTORY)]
+    cut = rollax(tmp_path / "cut", kill_after=history_writes[-1])
+    assert cut.returncode == -signal.SIGKILL
+    assert read_history(tmp_path / "cut" / HISTORY)[-1]["env_steps"] == 1536
+    assert load_run(tmp_path / "cut").env_steps == 1024
+    resumed = rollax(None, "resume", str(tmp_path / "cut"))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert read_history(tmp_path / "cut" / HISTORY) == read_history(tmp_path / "whole" / HISTORY)
+    a, b = load_run(tmp_path / "whole").state, load_run(tmp_path / "cut").state
+    for x, y in zip(_bits(a), _bits(b), strict=True):
+        np.testing.assert_array_equal(x, y)
