@@ -183,6 +183,14 @@ def test_sweep_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+def test_pbt_benchmark_ends_with_json():
+    report = _report("pbt.py", "--tiny --tasks maze --repeats 1 --episodes 4 --reps 200")
+    row = report["tasks"]["maze"]
+    assert len(row["grid_returns"]) == len(row["pbt_returns"]) == 1
+    assert {"grid_iqm", "pbt_iqm", "pbt_minus_grid", "ratio_seconds"} <= set(row)
+
+
+@pytest.mark.slow
 @pytest.mark.extra("jumanji")
 def test_worlds_benchmark_ends_with_json():
     # Jumanji's Maze only: Craftax's programs take minutes to compile on this CPU (the
