@@ -25,16 +25,14 @@ from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.sac import SACConfig, make_sac
 from rollax.training import RunConfig, load_run, resume, train
 from rollax.training._pbt import (
-    HISTORY,
     PBTConfig,
-    best_lineage,
     choose_sources,
     explore_values,
     hyperparam_leaves,
     leaf_values,
     make_exploit,
-    read_history,
 )
+from rollax.training._population import HISTORY, best_lineage, read_history
 
 
 def _bits(tree):

@@ -48,7 +48,6 @@ from rollax.training._layout import (
 )
 from rollax.training._loop import COMMON_METRICS, Callback, TrainingDiverged
 from rollax.training._optim import GradientStep, polyak
-from rollax.training._pbt import best_lineage
 from rollax.training._plots import (
     draw_population,
     draw_runs,
@@ -56,6 +55,7 @@ from rollax.training._plots import (
     plot_population,
     plot_runs,
 )
+from rollax.training._population import best_lineage
 from rollax.training._registry import (
     Algorithm,
     algorithm_for_config,

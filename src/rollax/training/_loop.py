@@ -42,8 +42,9 @@ import jax
 import numpy as np
 
 from rollax.training._distributed import agree_any
-from rollax.training._pbt import HISTORY, PBTConfig, Population, ScheduleReplay
+from rollax.training._pbt import PBTConfig
 from rollax.training._plots import plot_curve, plot_population
+from rollax.training._population import HISTORY, Population, ScheduleReplay
 from rollax.training._progress import Progress
 from rollax.training._run import Run, evaluate_state
 from rollax.training._run_dir import is_writer, write_atomic

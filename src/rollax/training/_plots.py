@@ -462,7 +462,7 @@ def draw_population(directory: str | Path) -> Figure:
     """
     from matplotlib.figure import Figure
 
-    from rollax.training._pbt import HISTORY, best_lineage, read_history
+    from rollax.training._population import HISTORY, best_lineage, read_history
 
     directory = Path(directory)
     history = read_history(directory / HISTORY)

@@ -24,7 +24,8 @@ from rollax.checkpoints import Checkpointer
 from rollax.training._agent import Agent
 from rollax.training._config import config_to_json, decode_config
 from rollax.training._keys import run_keys
-from rollax.training._pbt import HISTORY, PBTConfig, check_population
+from rollax.training._pbt import PBTConfig
+from rollax.training._population import HISTORY, check_population
 from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.training._run_dir import RunDirectory
 from rollax.training._sweep import point_labels
