@@ -22,6 +22,18 @@ class Timed:
         self.seconds = time.perf_counter() - self.start
 
 
+def use_compilation_cache(directory: str | None) -> None:
+    """Read and write JAX's persistent compilation cache in ``directory`` (None: no cache)
+    from the next compile on. JAX fixes its cache when it first compiles, so the cache is
+    reset before the new directory is set; setting the directory alone would do nothing."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    compilation_cache.reset_cache()
+    jax.config.update("jax_enable_compilation_cache", directory is not None)
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
 def median_of(runs: list[dict], key: str) -> float | None:
     """Median of ``run[key]`` over the runs where it is not None (None if there are none)."""
     values = [r[key] for r in runs if r[key] is not None]

@@ -47,7 +47,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from _common import FiveValueStep, Timed, median_of, median_seconds
+from _common import FiveValueStep, Timed, median_of, median_seconds, use_compilation_cache
 
 DQN_REJAX = dict(
     agent="DuelingQNetwork",
@@ -236,16 +236,6 @@ def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
               flush=True)  # fmt: skip
 
 
-def _use_cache(directory: str | None) -> None:
-    """Read and write JAX's persistent compilation cache in ``directory`` (None: no cache)."""
-    from jax.experimental.compilation_cache import compilation_cache
-
-    compilation_cache.reset_cache()
-    jax.config.update("jax_enable_compilation_cache", directory is not None)
-    jax.config.update("jax_compilation_cache_dir", directory)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-
-
 def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of one algorithm."""
     task = TASKS[algo]
@@ -259,7 +249,7 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
             jax.clear_caches()
             # Cold runs compile everything; rollax's also fill a persistent cache of their
             # own (as `rollax train` does), read by the warm runs below.
-            _use_cache(f"{cache}/{seed}" if name == "rollax" else None)
+            use_compilation_cache(f"{cache}/{seed}" if name == "rollax" else None)
             runs.append(solver(algo, seed, chunk, args.episodes))
             _print_run(name, f"seed {seed}", runs[-1])
         report[name] = runs
@@ -267,11 +257,11 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     warm = []
     for seed in range(args.seeds):
         jax.clear_caches()
-        _use_cache(f"{cache}/{seed}")
+        use_compilation_cache(f"{cache}/{seed}")
         warm.append(rollax_solver(algo, seed, chunk, args.episodes))
         _print_run("rollax", f"seed {seed}, warm cache", warm[-1])
     report["rollax_warm_cache"] = warm
-    _use_cache(None)
+    use_compilation_cache(None)
     tput = throughput(algo, args.dqn_tput_steps if algo == "dqn" else args.sac_tput_steps,
                       args.repeats)  # fmt: skip
     report["throughput_steps_per_s"] = tput

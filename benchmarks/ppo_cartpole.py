@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _common import FiveValueStep, Timed, median_of, median_seconds
+from _common import FiveValueStep, Timed, median_of, median_seconds, use_compilation_cache
 
 SETTINGS = dict(
     num_envs=5,
@@ -224,9 +224,9 @@ def main() -> None:
         runs = []
         for seed in range(args.seeds):
             jax.clear_caches()
-            if name == "rollax":
-                jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
-                jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            # Cold runs compile everything; rollax's also fill a persistent cache of their
+            # own (as `rollax train` does), read by the warm runs below.
+            use_compilation_cache(f"{cache}/{seed}" if name == "rollax" else None)
             runs.append(solver(seed, 1, args.total_steps, args.chunk, args.episodes))
             _print_run(name, f"seed {seed}", runs[-1])
         report[f"{name}_1seed"] = runs
@@ -234,11 +234,11 @@ def main() -> None:
     warm = []
     for seed in range(args.seeds):
         jax.clear_caches()
-        jax.config.update("jax_compilation_cache_dir", f"{cache}/{seed}")
+        use_compilation_cache(f"{cache}/{seed}")
         warm.append(rollax_solver(seed, 1, args.total_steps, args.chunk, args.episodes))
         _print_run("rollax", f"seed {seed}, warm cache", warm[-1])
     report["rollax_1seed_warm_cache"] = warm
-    jax.config.update("jax_compilation_cache_dir", None)
+    use_compilation_cache(None)
 
     for name, solver in (("rejax", rejax_solver), ("rollax", rollax_solver)):
         jax.clear_caches()

@@ -6,13 +6,14 @@
   tests draw their examples deterministically, so one commit always runs the same examples;
   local runs keep exploring with fresh ones. A failure found anywhere becomes an explicit
   ``@example`` on the test.
-- Compiling: each test process (each pytest-xdist worker) keeps JAX's persistent
-  compilation cache in a private temporary directory, :data:`COMPILATION_CACHE`, which the
-  Python processes its tests start inherit (``JAX_COMPILATION_CACHE_DIR``). A test building
-  the same program as an earlier one (the same agent and config, made anew; a docs page's
-  example that another page runs too) loads it instead of compiling it again: 5% to 12% of
-  the agents' tests' time on 2 cores. A cache hit still counts as a compile for
-  ``jax.monitoring``'s ``backend_compile`` event, which the compile-once tests count.
+- Compiling: a pytest run keeps JAX's persistent compilation cache in one temporary
+  directory, :data:`COMPILATION_CACHE`, shared by its pytest-xdist workers and by the Python
+  processes its tests start (``JAX_COMPILATION_CACHE_DIR``, and ``ROLLAX_CACHE_DIR`` for
+  rollax's command line). A test building the same
+  program as an earlier one on either worker (the same agent and config, made anew; a docs
+  page's example that another page runs too; a CLI run) loads it instead of compiling it
+  again. A cache hit still counts as a compile for ``jax.monitoring``'s ``backend_compile``
+  event, which the compile-once tests count.
 - Test order: modules with a slow test or an ``xdist_group`` run first, so that the two
   workers of ``make test`` do not end with one of them alone on a long test.
 - Optional packages: a test (or a module, through ``pytestmark``) that needs one is marked
@@ -48,13 +49,39 @@ rollax.avoid_cpu_scheduler_deadlock()
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
-COMPILATION_CACHE = tempfile.mkdtemp(prefix="rollax-tests-jax-cache-")
-"""This test process's persistent compilation cache (removed when it exits)."""
-atexit.register(shutil.rmtree, COMPILATION_CACHE, ignore_errors=True)
-jax.config.update("jax_compilation_cache_dir", COMPILATION_CACHE)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-os.environ["JAX_COMPILATION_CACHE_DIR"] = COMPILATION_CACHE  # for the processes tests start
-os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
+_SHARED_CACHE = "ROLLAX_TESTS_JAX_CACHE"  # set by the pytest process whose workers share it
+_SHARED = importlib.util.find_spec("filelock") is not None  # JAX locks a sized cache with it
+
+
+def _compilation_cache() -> str:
+    """The persistent compilation cache of this pytest run: made (and removed at exit) by the
+    first pytest process, and inherited by pytest-xdist's workers, which it starts after
+    importing this file, when JAX can lock it (``filelock``); else one per process."""
+    inherited = os.environ.get(_SHARED_CACHE)
+    if inherited and _SHARED:
+        return inherited
+    path = tempfile.mkdtemp(prefix="rollax-tests-jax-cache-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    if _SHARED:
+        os.environ[_SHARED_CACHE] = path
+    return path
+
+
+COMPILATION_CACHE = _compilation_cache()
+"""This pytest run's persistent compilation cache (removed when the run ends)."""
+_CACHE_SETTINGS = {
+    "jax_compilation_cache_dir": COMPILATION_CACHE,
+    "jax_persistent_cache_min_compile_time_secs": 0.5,
+    # A size bound is what makes JAX lock the directory around each read and write, so that
+    # no process reads an entry another is still writing.
+    **({"jax_compilation_cache_max_size": 32 * 2**30} if _SHARED else {}),
+}
+for _name, _value in _CACHE_SETTINGS.items():
+    jax.config.update(_name, _value)
+    os.environ[_name.upper()] = str(_value)  # for the processes tests start
+# rollax's own runs (`rollax train`, `train()`) point JAX at $ROLLAX_CACHE_DIR: this one too,
+# never the user's cache.
+os.environ["ROLLAX_CACHE_DIR"] = COMPILATION_CACHE
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)

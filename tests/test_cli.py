@@ -34,16 +34,14 @@ TINY_DQN = [
 ]  # fmt: skip
 
 
-# One worker runs the module, so that its subprocesses share one compilation cache
-# (make test's --dist loadgroup keeps a group on one worker).
+# One worker runs the module (make test's --dist loadgroup keeps a group on one worker).
 pytestmark = pytest.mark.xdist_group("cli")
 
 
 @pytest.fixture(scope="module")
-def cli_env(tmp_path_factory):
-    """Environment of the subprocesses: a private compilation cache shared between them."""
+def cli_env():
+    """Environment of the subprocesses (the test run's compilation cache: tests/conftest.py)."""
     env = dict(os.environ)
-    env["ROLLAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
     env["JAX_PLATFORMS"] = "cpu"
     return env
 
@@ -191,25 +189,97 @@ def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):
     assert load_run(run_dir).env_steps == int(metrics(run_dir)[-1]["env_steps"])
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["train", "ppo", "--env", "CartPol-v1"], "Unknown environment id 'CartPol-v1'"),
-        (["train", "ppo", "--total-steps", "1000"], "use 512 or 1024"),
-        (["train", "ppo", "--num-minibatches", "7"], "num_minibatches=7 must divide"),
-        (["resume", "/nonexistent/run"], "holds no run"),
-        (["eval", "/nonexistent/run"], "holds no run"),
-        (["plot", str(Path(__file__).parent)], "holds no run (no config.json)"),
-        (["plot", "/nonexistent/run"], "RUN_DIR '/nonexistent/run' does not exist"),
-        (["plot"], "the following arguments are required: RUN_DIR"),
-        (["plot", ".", "--x", "wall"], "argument --x: invalid choice: 'wall'"),
-        (["plot", ".", "--stat", "median"], "argument --stat: invalid choice: 'median'"),
-    ],
-)
-def test_bad_input_is_a_message_and_status_2(args, message, cli_env):
-    proc = rollax(*args, env=cli_env, check=False)
-    assert proc.returncode == 2
-    assert message in proc.stderr and "Traceback" not in proc.stderr
+BAD_INPUT = [
+    (["train", "ppo", "--env", "CartPol-v1"], "Unknown environment id 'CartPol-v1'"),
+    (["train", "ppo", "--total-steps", "1000"], "use 512 or 1024"),
+    (["train", "ppo", "--num-minibatches", "7"], "num_minibatches=7 must divide"),
+    (["resume", "/nonexistent/run"], "holds no run"),
+    (["eval", "/nonexistent/run"], "holds no run"),
+    (["plot", str(Path(__file__).parent)], "holds no run (no config.json)"),
+    (["plot", "/nonexistent/run"], "RUN_DIR '/nonexistent/run' does not exist"),
+    (["plot"], "the following arguments are required: RUN_DIR"),
+    (["plot", ".", "--x", "wall"], "argument --x: invalid choice: 'wall'"),
+    (["plot", ".", "--stat", "median"], "argument --stat: invalid choice: 'median'"),
+]
+"""Commands refused with a message and status 2, and the message."""
+
+OLD_CONFIGS = {
+    "unknown field": (
+        lambda c: c["config"].update(gradient_penalty=1.0),
+        "field(s) 'gradient_penalty' that",
+    ),
+    "missing field": (
+        lambda c: c["run"].pop("keep_checkpoints"),
+        "lacks field(s) 'keep_checkpoints'",
+    ),
+    "wrong type": (
+        lambda c: c["config"].update(num_envs="8"),
+        "field 'num_envs' must be an integer, got '8'",
+    ),
+    "unknown algorithm": (lambda c: c.update(algo="a2c"), "Unknown algorithm 'a2c'"),
+}
+"""Edits of a run's config.json, as another version might have written it, and the message."""
+
+IN_ONE_PROCESS = """
+import contextlib, io, json, sys
+from rollax.cli import main
+results = []
+for argv in json.load(sys.stdin):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as e:  # argparse's errors
+            status = e.code
+    results.append({"status": status, "stderr": err.getvalue()})
+print(json.dumps(results))
+"""
+"""Run ``rollax`` commands one after another in one fresh process, as ``python -m rollax``
+runs each (a command that raises makes the process fail with its traceback)."""
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory, cli_env) -> dict[tuple[str, ...], dict]:
+    """What each command of :data:`BAD_INPUT`, and ``resume`` and ``eval`` of a run directory
+    per :data:`OLD_CONFIGS` edit, returned and wrote to stderr (keyed by the command), and
+    those directories (keyed by ``("old config", name)``). One process runs them all (each
+    would spend about 2 s starting), the first through ``python -m rollax`` itself."""
+    import dataclasses
+
+    from rollax.agents.ppo import PPOConfig
+    from rollax.training import RunConfig
+
+    commands = [args for args, _ in BAD_INPUT[1:]]
+    dirs = {}
+    for name, (edit, _) in OLD_CONFIGS.items():
+        run_dir = tmp_path_factory.mktemp(name.replace(" ", "-"))
+        config = {
+            "algo": "ppo",
+            "env": "CartPole-v1",
+            "config": dataclasses.asdict(PPOConfig()),
+            "run": dataclasses.asdict(RunConfig(run_dir=str(run_dir))),
+        }
+        edit(config)
+        (run_dir / "config.json").write_text(json.dumps(config))
+        commands += [["resume", str(run_dir)], ["eval", str(run_dir)]]
+        dirs[("old config", name)] = str(run_dir)
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_ONE_PROCESS],
+        input=json.dumps(commands), env=cli_env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    said = json.loads(proc.stdout.splitlines()[-1])
+    results = {tuple(c): r for c, r in zip(commands, said, strict=True)}
+    first = rollax(*BAD_INPUT[0][0], env=cli_env, check=False)  # through python -m rollax
+    results[tuple(BAD_INPUT[0][0])] = {"status": first.returncode, "stderr": first.stderr}
+    return {**results, **dirs}
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT)
+def test_bad_input_is_a_message_and_status_2(args, message, refused):
+    result = refused[tuple(args)]
+    assert result["status"] == 2
+    assert message in result["stderr"] and "Traceback" not in result["stderr"]
 
 
 def test_plot_overlays_runs_with_the_spread_of_their_seeds(tmp_path, cli_env):
@@ -274,37 +344,15 @@ def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_pa
     assert metrics(stopped) and load_run(stopped).env_steps == 512
 
 
-@pytest.mark.parametrize(
-    ("edit", "message"),
-    [
-        (lambda c: c["config"].update(gradient_penalty=1.0), "field(s) 'gradient_penalty' that"),
-        (lambda c: c["run"].pop("keep_checkpoints"), "lacks field(s) 'keep_checkpoints'"),
-        (
-            lambda c: c["config"].update(num_envs="8"),
-            "field 'num_envs' must be an integer, got '8'",
-        ),
-        (lambda c: c.update(algo="a2c"), "Unknown algorithm 'a2c'"),
-    ],
-)
-def test_a_config_from_another_version_is_a_message_and_status_2(tmp_path, cli_env, edit, message):
-    import dataclasses
-
-    from rollax.agents.ppo import PPOConfig
-    from rollax.training import RunConfig
-
-    config = {
-        "algo": "ppo",
-        "env": "CartPole-v1",
-        "config": dataclasses.asdict(PPOConfig()),
-        "run": dataclasses.asdict(RunConfig(run_dir=str(tmp_path))),
-    }
-    edit(config)
-    (tmp_path / "config.json").write_text(json.dumps(config))
+@pytest.mark.parametrize("name", OLD_CONFIGS)
+def test_a_config_from_another_version_is_a_message_and_status_2(name, refused):
+    message = OLD_CONFIGS[name][1]
+    run_dir = refused[("old config", name)]
     for command in ("resume", "eval"):
-        proc = rollax(command, str(tmp_path), env=cli_env, check=False)
-        assert proc.returncode == 2, proc.stderr
-        assert message in proc.stderr and "Traceback" not in proc.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]  # nothing written
+        result = refused[(command, run_dir)]
+        assert result["status"] == 2, result["stderr"]
+        assert message in result["stderr"] and "Traceback" not in result["stderr"]
+    assert sorted(p.name for p in Path(run_dir).iterdir()) == ["config.json"]  # nothing written
 
 
 def test_a_diverging_run_stops_with_a_message_and_keeps_its_last_good_checkpoint(tmp_path, cli_env):

@@ -174,14 +174,13 @@ def _cli(*args: str, cwd: Path, env: dict, check: bool = True) -> subprocess.Com
     return proc
 
 
-# One worker runs the module's command lines, so that they share one compilation cache.
+# One worker runs the module's command lines.
 pytestmark = pytest.mark.xdist_group("custom_envs")
 
 
 @pytest.fixture(scope="module")
-def cli_env(tmp_path_factory):
+def cli_env():
     env = dict(os.environ)
-    env["ROLLAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
     env["JAX_PLATFORMS"] = "cpu"
     env.pop("PYTHONPATH", None)
     return env

@@ -135,7 +135,7 @@ def test_a_checkpoint_of_4_devices_restores_on_2_and_on_1_with_its_replay(tmp_pa
 
     from rollax.training import load_run
 
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "ROLLAX_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     whole = tmp_path / "whole"
     done = _rollax(
         ["train", "dqn", *DQN_OPTIONS, "--devices", "4", "--run-dir", str(whole)], 4, env

@@ -114,9 +114,9 @@ def test_every_python_block_of_the_page_runs(page, tmp_path):
         for b in blocks
         if b.missing_extras()
     ]
-    # Programs compiled by the examples stay out of the user's cache (train() enables it):
-    # they go to this test process's, which every page's examples share.
-    env = {**os.environ, "ROLLAX_CACHE_DIR": os.environ["JAX_COMPILATION_CACHE_DIR"]}
+    # Programs compiled by the examples go to the test run's cache (tests/conftest.py's
+    # ROLLAX_CACHE_DIR, which train() enables), never the user's.
+    env = dict(os.environ)
     result = subprocess.run(
         [
             sys.executable,

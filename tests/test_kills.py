@@ -66,16 +66,16 @@ RESUME_ALL = textwrap.dedent(
 """Run ``rollax`` commands one after another in one process (their programs compile once)."""
 
 
-# One worker runs the module: both tests start from the run its fixture trains, and share one
-# compilation cache (make test's --dist loadgroup keeps a group on one worker).
+# One worker runs the module: both tests start from the run its fixture trains (make test's
+# --dist loadgroup keeps a group on one worker).
 pytestmark = pytest.mark.xdist_group("kills")
 
 
 @pytest.fixture(scope="module")
-def cli_env(tmp_path_factory):
-    """Environment of the subprocesses: a private compilation cache shared between them."""
+def cli_env():
+    """Environment of the subprocesses (the test run's compilation cache: tests/conftest.py).
+    Each kill comes right after one of rollax's own writes, never inside JAX's cache writes."""
     env = {k: v for k, v in os.environ.items() if k != KILL_AFTER_WRITES}
-    env["ROLLAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
     env["JAX_PLATFORMS"] = "cpu"
     return env
 

@@ -260,7 +260,7 @@ PBT_CLI = [
 def test_a_population_over_4_devices_trains_as_on_1(tmp_path):
     # The command line's members on 4 (forced CPU) devices, one each, and on 1: the same
     # decisions, and parameters equal to the tolerance of tests/test_devices.py.
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "ROLLAX_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     said = {}
     for devices in (4, 1):
@@ -370,7 +370,7 @@ def test_a_population_killed_between_a_step_and_its_checkpoint_resumes_bit_for_b
     # Killed (SIGKILL) right after the history line of the step at 1536, whose checkpoint
     # (at 2048) never came: resume goes back to the checkpoint at 1024, drops that line, and
     # takes the step again as the run that was never killed did.
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "ROLLAX_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     args = [*PBT_CLI, "--devices", "1", "--checkpoint-every", "1024"]
 
     def rollax(run_dir, *extra, kill_after=None):

@@ -37,6 +37,8 @@ OPTIONS = [
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
+    # A compilation cache of the module's own: a process killed from outside may die in the
+    # middle of writing a cache entry, which no other test should read.
     env = dict(os.environ)
     env["ROLLAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
     env["JAX_PLATFORMS"] = "cpu"
@@ -160,6 +162,7 @@ def test_a_killed_process_stops_the_other_with_a_message_and_the_run_resumes(tmp
     """
     run_dir = tmp_path / "killed"
     long = [*OPTIONS, "--total-steps", "1048576", "--checkpoint-every", "1024"]  # last one wins
+    long += ["--heartbeat-timeout", "15"]  # half the default: the survivor waits that long
     procs = two_processes(["train", "ppo", *long, "--run-dir", str(run_dir)], env)
     checkpoints = run_dir / "checkpoints"
     deadline = time.monotonic() + 300
@@ -180,6 +183,7 @@ def test_a_killed_process_stops_the_other_with_a_message_and_the_run_resumes(tmp
     # The commands the message gives resume the run with two fresh processes.
     commands = [line.split() for line in err.splitlines() if line.startswith("  rollax resume")]
     assert [c[-1] for c in commands] == ["0", "1"] and commands[0][2] == str(run_dir), commands
+    assert all(" --heartbeat-timeout 15 " in " ".join(c) for c in commands), commands
     total = ["--total-steps", str(step + 512)]
     procs = [start([*c[1:], *total], env, 2, []) for c in commands]
     results = finish(procs)

@@ -99,24 +99,33 @@ def test_the_replay_resets_where_the_rollout_did(chunk_length, burn_in):
     np.testing.assert_array_equal(value, sequences.steps[0][..., 0] + 1)
 
 
-@pytest.mark.parametrize(("chunk_length", "burn_in"), [(0, 0), (8, 0), (8, 4)])
-@pytest.mark.parametrize("cell", ["gru", "lstm"])
-def test_the_first_epoch_replays_the_rollout_s_probabilities(cell, chunk_length, burn_in):
-    # Every minibatch of the first epoch (same parameters as the rollout) gives a ratio of 1.
+@pytest.fixture(scope="module", params=["gru", "lstm"])
+def rollout_after_training(request):
+    """A recurrent PPO agent (cell ``request.param``) trained for two iterations, its state,
+    and a rollout of the trained parameters from its running carries."""
     config = PPOConfig(
         num_envs=4,
         num_steps=32,
         num_minibatches=2,
-        recurrent=cell,
+        recurrent=request.param,
         cell_size=16,
         hidden_sizes=(16,),
-        chunk_length=chunk_length,
-        burn_in=burn_in,
     )
     agent = make_ppo(config, "CartPole-v1")
     state = agent.init(jax.random.key(1))
     state, _ = agent.run(state, config.batch_size * 2)  # trained parameters, running carries
     _, records = agent.collect(state)
+    return agent, state, records
+
+
+@pytest.mark.xdist_group("recurrent_ppo_rollout")  # one worker trains each cell once
+@pytest.mark.parametrize(("chunk_length", "burn_in"), [(0, 0), (8, 0), (8, 4)])
+def test_the_first_epoch_replays_the_rollout_s_probabilities(
+    rollout_after_training, chunk_length, burn_in
+):
+    # Every minibatch of the first epoch (same parameters as the rollout) gives a ratio of 1,
+    # whatever sequences the rollout is cut into.
+    agent, state, records = rollout_after_training
     assert np.asarray(records.terminated).any() and not np.asarray(records.first).all()
     steps = (records.obs, records.first, records.action, records.log_prob)
     sequences = rollout_sequences(
