@@ -19,6 +19,11 @@ the peers in the same process. Sections (``--only`` runs some of them):
 - ``sweep``: a 64-member PPO sweep on CartPole in one program (8 learning rates x 8 entropy
   bonuses), against rejax's PPO mapped over 64 keys for the same steps (rejax's
   hyperparameters are not data, so its 64 runs share one).
+- ``pbt``: population-based training on Craftax-Classic-Symbolic: ``benchmarks/pbt.py``'s
+  two arms (8 members from the same learning-rate x entropy grid, with and without PBT) with
+  rollax's Craftax preset, 524,288 steps per member, one repeat: the wall time of each arm,
+  their ratio, and each arm's chosen member evaluated on fresh episodes. At this budget it
+  measures what PBT costs at Craftax's scale, not what it learns.
 
 Each section prints one JSON line as it finishes (``{"section": ..., ...}``), so a run cut
 off still returns what it measured; a section that fails prints its error and the others
@@ -91,6 +96,10 @@ class Sizes:
     """Values per swept hyperparameter (a grid of values x values members)."""
     sweep_steps: int = 0
     """Steps per member (0: the CartPole preset's budget)."""
+    pbt_env: str = "craftax/Craftax-Classic-Symbolic-v1"
+    """The environment of the PBT section (its PPO preset)."""
+    pbt_steps: int = 524_288
+    """Steps per member of each PBT arm (a PBT step every quarter)."""
 
 
 TINY = Sizes(
@@ -114,6 +123,9 @@ TINY = Sizes(
     pixel_chunk=1_024,
     sweep_values=2,
     sweep_steps=2_048,
+    # CartPole: the craftax section compiles Craftax's step already; this checks the arms.
+    pbt_env="CartPole-v1",
+    pbt_steps=0,  # 4 iterations, a PBT step after each (benchmarks/pbt.py's tiny size)
 )
 
 CARTPOLE_TARGET = 475.0
@@ -341,6 +353,36 @@ def sweep(sizes: Sizes, repeats: int) -> dict[str, Any]:
     return out
 
 
+# ---------------------------------------------------------------------------- PBT
+
+
+def pbt(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """benchmarks/pbt.py's grid and PBT arms on one environment, one repeat each."""
+    import tempfile
+    from pathlib import Path
+
+    import pbt as bench
+    from rollax.agents.ppo import PRESETS
+
+    config = PRESETS[sizes.pbt_env]
+    if sizes.pbt_steps:
+        config = config.replace(total_steps=sizes.pbt_steps)
+        interval = sizes.pbt_steps // 4
+    else:
+        config = config.replace(total_steps=4 * config.batch_size)
+        interval = config.batch_size
+    task = bench.Task(env=sizes.pbt_env, config=config, interval=interval)
+    out: dict[str, Any] = {"env": sizes.pbt_env, "steps_per_member": config.total_steps}
+    with tempfile.TemporaryDirectory(prefix="rollax-gpu-pbt-") as tmp:
+        for arm in ("grid", "pbt"):
+            jax.clear_caches()
+            out[arm] = bench.run_arm(task, arm == "pbt", 0, sizes.episodes, Path(tmp))
+            print(f"  {arm}: member {out[arm]['chosen']} returns {out[arm]['return']:.2f} "
+                  f"({out[arm]['seconds']:.1f} s)", flush=True)  # fmt: skip
+    out["ratio_wall"] = out["pbt"]["seconds"] / out["grid"]["seconds"]
+    return out
+
+
 # ---------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
@@ -350,6 +392,7 @@ SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
     "craftax": craftax,
     "pixels": pixels,
     "sweep": sweep,
+    "pbt": pbt,
 }
 
 

@@ -13,9 +13,12 @@ of the rows) is chosen, then evaluated on ``--episodes`` fresh episodes with its
 actions (a key of its own per repeat). ``--repeats`` independent repeats per arm (run seeds
 0, 1, ...) give the IQM of each arm with its 95% stratified bootstrap interval, the
 difference PBT - grid and the probability that a PBT repeat beats a grid repeat. Wall time
-per arm: everything ``rollax.training.train`` does (compiling from the persistent cache,
-training, checkpoints, the population's steps and pictures), the median over repeats, and
-the ratio PBT / grid.
+per arm: everything ``rollax.training.train`` does (compiling, each arm from scratch with no
+persistent cache, training, checkpoints, the population's steps and pictures), the median
+over repeats, and the ratio PBT / grid.
+
+Both arms spread their members over the devices as the command line does (``devices="auto"``:
+each CPU core a device, or every GPU).
 
 Tasks:
 
@@ -49,6 +52,8 @@ from typing import Any
 import jax
 import numpy as np
 
+import rollax
+from _common import use_compilation_cache
 from rollax import stats
 from rollax.agents.ppo import PRESETS, PPOConfig
 from rollax.training import RunConfig, load_run, train
@@ -139,6 +144,7 @@ def run_arm(task: Task, pbt: bool, seed: int, episodes: int, root: Path) -> dict
     """One repeat of one arm: its wall time, the chosen member and its evaluated return."""
     config = task.config.replace(
         num_seeds=1,
+        devices="auto",  # the members spread over the cores (or the GPUs), as the CLI's
         sweep=(f"learning_rate={','.join(LEARNING_RATES)}", f"ent_coef={','.join(ENTROPY)}"),
     )
     run_dir = root / f"{'pbt' if pbt else 'grid'}-{seed}"
@@ -153,6 +159,9 @@ def run_arm(task: Task, pbt: bool, seed: int, episodes: int, root: Path) -> dict
         pbt_interval=task.interval if pbt else 0,
         pbt_explore=BOUNDS if pbt else (),
     )
+    # Each arm compiles from scratch: no persistent cache, nothing left in memory.
+    use_compilation_cache(None)
+    jax.clear_caches()
     start = time.perf_counter()
     train(config, run_config, callback=task.callback)
     seconds = time.perf_counter() - start
@@ -166,6 +175,7 @@ def run_arm(task: Task, pbt: bool, seed: int, episodes: int, root: Path) -> dict
 
 
 def main() -> None:
+    rollax.cores_as_devices()  # before JAX starts: each CPU core a device (`--devices auto`)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=["breakout", "maze"])
     parser.add_argument("--repeats", type=int, default=5)

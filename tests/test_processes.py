@@ -77,6 +77,16 @@ def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
     return out
 
 
+PBT = ["--num-seeds", "2", "--pbt-interval", "2048", "--pbt-explore", "learning_rate=1e-4,1e-2"]
+"""Population-based training over two members (a step every 2,048 of the 8,192 steps)."""
+
+
+def population(run_dir: Path) -> list[dict]:
+    """The population's history (population.jsonl), one event per line."""
+    lines = (run_dir / "population.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
 def final_params(run_dir: Path) -> list[np.ndarray]:
     return [np.asarray(x) for x in jax.tree.leaves(load_run(run_dir).state.params)]
 
@@ -89,12 +99,13 @@ def rows(run_dir: Path) -> list[dict[str, str]]:
 @pytest.mark.slow
 @pytest.mark.extra("wandb")
 def test_two_processes_train_stop_together_and_resume_bit_for_bit(tmp_path, env):
+    # A population of two members (PBT), so that its steps are made across processes too.
     whole, stopped, single = tmp_path / "whole", tmp_path / "stopped", tmp_path / "single"
 
     # An uninterrupted run of two processes, logged to W&B (offline).
     wandb = {f"WANDB_{k}_DIR": str(tmp_path / f"wandb-{k.lower()}") for k in ("CONFIG", "CACHE")}
     tracked = {**env, **wandb, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    command = ["train", "ppo", *OPTIONS, "--run-dir", str(whole), "--wandb", "rollax-tests"]
+    command = ["train", "ppo", *OPTIONS, *PBT, "--run-dir", str(whole), "--wandb", "rollax-tests"]
     results = finish(two_processes(command, tracked))
     assert [code for code, _ in results] == [0, 0], results[0][1][-2000:] + results[1][1][-2000:]
     # Only process 0 wrote run files: one TensorBoard file, each metrics row once; and only
@@ -106,14 +117,17 @@ def test_two_processes_train_stop_together_and_resume_bit_for_bit(tmp_path, env)
     assert json.loads((whole / "trackers.json").read_text())["wandb"]["logged_to"] == 8192
 
     # The same run in one process on 4 devices agrees (reduction order aside).
-    one = start(["train", "ppo", *OPTIONS, "--run-dir", str(single)], env, 4, [])
+    one = start(["train", "ppo", *OPTIONS, *PBT, "--run-dir", str(single)], env, 4, [])
     code, err = finish([one])[0]
     assert code == 0, err[-2000:]
     for a, b in zip(final_params(whole), final_params(single), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4)
+    decisions = population(whole)
+    assert [e["event"] for e in decisions] == ["start", "exploit", "exploit", "exploit"]
+    assert [e.get("source") for e in population(single)] == [e.get("source") for e in decisions]
 
     # SIGTERM to process 1 only, once training is under way: both stop at the same step.
-    procs = two_processes(["train", "ppo", *OPTIONS, "--run-dir", str(stopped)], env)
+    procs = two_processes(["train", "ppo", *OPTIONS, *PBT, "--run-dir", str(stopped)], env)
     deadline = time.monotonic() + 300
     while not (stopped / "metrics.csv").is_file() or len(rows(stopped)) < 2:
         assert time.monotonic() < deadline and procs[0].poll() is None
@@ -131,6 +145,7 @@ def test_two_processes_train_stop_together_and_resume_bit_for_bit(tmp_path, env)
     assert [code for code, _ in results] == [0, 0], results[0][1][-2000:]
     for a, b in zip(final_params(whole), final_params(stopped), strict=True):
         np.testing.assert_array_equal(a, b)
+    assert population(stopped) == decisions  # the same steps, from one history
 
 
 def test_bad_cluster_settings_are_messages(env):
