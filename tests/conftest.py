@@ -83,6 +83,12 @@ for _name, _value in _CACHE_SETTINGS.items():
 # never the user's cache.
 os.environ["ROLLAX_CACHE_DIR"] = COMPILATION_CACHE
 
+# Stable-Baselines3 makes a log folder for every model it builds, in $SB3_LOGDIR if set, else
+# a new /tmp/SB3-<time> each: one folder for the run, removed with it.
+if "SB3_LOGDIR" not in os.environ:
+    os.environ["SB3_LOGDIR"] = tempfile.mkdtemp(prefix="rollax-tests-sb3-")
+    atexit.register(shutil.rmtree, os.environ["SB3_LOGDIR"], ignore_errors=True)
+
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
