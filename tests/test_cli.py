@@ -16,6 +16,7 @@ import jax
 import numpy as np
 import pytest
 
+from _commands import rollax_in_one_process
 from _signals import signal_after_rows
 from rollax._files import KILL_AFTER_WRITES
 from rollax.training import draw_runs, load_run
@@ -220,23 +221,6 @@ OLD_CONFIGS = {
 }
 """Edits of a run's config.json, as another version might have written it, and the message."""
 
-IN_ONE_PROCESS = """
-import contextlib, io, json, sys
-from rollax.cli import main
-results = []
-for argv in json.load(sys.stdin):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        try:
-            status = main(argv)
-        except SystemExit as e:  # argparse's errors
-            status = e.code
-    results.append({"status": status, "stderr": err.getvalue()})
-print(json.dumps(results))
-"""
-"""Run ``rollax`` commands one after another in one fresh process, as ``python -m rollax``
-runs each (a command that raises makes the process fail with its traceback)."""
-
 
 @pytest.fixture(scope="module")
 def refused(tmp_path_factory, cli_env) -> dict[tuple[str, ...], dict]:
@@ -263,12 +247,7 @@ def refused(tmp_path_factory, cli_env) -> dict[tuple[str, ...], dict]:
         (run_dir / "config.json").write_text(json.dumps(config))
         commands += [["resume", str(run_dir)], ["eval", str(run_dir)]]
         dirs[("old config", name)] = str(run_dir)
-    proc = subprocess.run(
-        [sys.executable, "-c", IN_ONE_PROCESS],
-        input=json.dumps(commands), env=cli_env, capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    said = json.loads(proc.stdout.splitlines()[-1])
+    said = rollax_in_one_process(commands, cli_env)
     results = {tuple(c): r for c, r in zip(commands, said, strict=True)}
     first = rollax(*BAD_INPUT[0][0], env=cli_env, check=False)  # through python -m rollax
     results[tuple(BAD_INPUT[0][0])] = {"status": first.returncode, "stderr": first.stderr}

@@ -22,13 +22,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
 
+from _commands import rollax_in_one_process
 from rollax._files import KILL_AFTER_WRITES, write_atomic
 from rollax.checkpoints import Checkpointer
 from rollax.training._run_dir import RunDirectory, read_metrics
@@ -45,25 +45,6 @@ RUN = [*TINY, "--total-steps", "128", "--log-every", "64", "--checkpoint-every",
 kind of write a run makes."""
 UNSTABLE = {"wall_time", "steps_per_second"}
 """metrics.csv columns that differ between two runs of the same computation."""
-
-RESUME_ALL = textwrap.dedent(
-    """
-    import contextlib, io, json, sys, traceback
-    from rollax.cli import main
-    results = []
-    for argv in json.load(sys.stdin):
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            try:
-                status = main(argv)
-            except BaseException:
-                traceback.print_exc()
-                status = None
-        results.append({"argv": argv, "status": status, "stderr": err.getvalue()})
-    print(json.dumps(results))
-    """
-)
-"""Run ``rollax`` commands one after another in one process (their programs compile once)."""
 
 
 # One worker runs the module: both tests start from the run its fixture trains (make test's
@@ -87,16 +68,6 @@ def rollax(*args: str, env: dict, kill_after: int | None = None) -> subprocess.C
     return subprocess.run(
         [sys.executable, "-m", "rollax", *args], env=env, capture_output=True, text=True
     )
-
-
-def rollax_in_one_process(commands: list[list[str]], env: dict) -> list[dict]:
-    """Each command's exit status and stderr, all run in one process."""
-    proc = subprocess.run(
-        [sys.executable, "-c", RESUME_ALL],
-        input=json.dumps(commands), env=env, capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.splitlines()[-1])
 
 
 def writes(stderr: str, run_dir: Path) -> list[str]:
