@@ -6,21 +6,25 @@ a short hash of its parameters and of its Adam moments (every ``mu``, ``nu`` and
 found in the optimizer state, whatever transformation holds them). Run it before and after
 a change: equal hashes mean the same bits. The last line is one JSON object of every hash.
 
-    python benchmarks/fingerprints.py
+    python benchmarks/fingerprints.py [CASE ...]
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 
 import jax
 import numpy as np
 import optax
 
 import rollax
+from rollax.agents.dqn import PRESETS as DQN_PRESETS
 from rollax.agents.dqn import DQNConfig, make_dqn
+from rollax.agents.ppo import PRESETS as PPO_PRESETS
 from rollax.agents.ppo import PPOConfig, make_ppo
+from rollax.agents.sac import PRESETS as SAC_PRESETS
 from rollax.agents.sac import SACConfig, make_sac
 
 
@@ -90,12 +94,87 @@ CASES = {
         512,
         3,
     ),
+    # Presets of each kind of network and replay, a few updates each (their own budgets set
+    # the schedules, which the few steps trained here only begin).
+    "ppo_recurrent_gru": lambda: (
+        make_ppo(PPO_PRESETS["StatelessCartPole-v1"], "StatelessCartPole-v1"),
+        4096,
+        1,
+    ),
+    "ppo_recurrent_lstm_chunks": lambda: (
+        make_ppo(
+            PPO_PRESETS["StatelessCartPole-v1"].replace(
+                recurrent="lstm", chunk_length=8, burn_in=4
+            ),
+            "StatelessCartPole-v1",
+        ),
+        4096,
+        1,
+    ),
+    "ppo_pixels": lambda: (make_ppo(PPO_PRESETS["PixelCartPole-v1"], "PixelCartPole-v1"), 2048, 1),
+    "ppo_dict_pixels_augmented": lambda: (
+        make_ppo(
+            PPOConfig(num_envs=8, num_steps=32, augment_pixels=True, encoder_layer_norm=True),
+            "Maze-v0",
+            pixels=True,
+        ),
+        512,
+        1,
+    ),
+    "ppo_minatar_breakout": lambda: (
+        make_ppo(PPO_PRESETS["gymnax/Breakout-MinAtar"], "gymnax/Breakout-MinAtar"),
+        8192,
+        1,
+    ),
+    "ppo_pendulum_normalized": lambda: (
+        make_ppo(PPO_PRESETS["Pendulum-v1"], "Pendulum-v1"),
+        4096,
+        1,
+    ),
+    "dqn_prioritized_nstep": lambda: (
+        make_dqn(
+            DQNConfig(learning_starts=200, prioritized=True, n_step=3, max_grad_norm=10.0),
+            "CartPole-v1",
+        ),
+        1000,
+        1,
+    ),
+    "dqn_recurrent_gru": lambda: (
+        make_dqn(
+            DQN_PRESETS["RepeatPrevious-v0"].replace(learning_starts=320), "RepeatPrevious-v0"
+        ),
+        640,
+        1,
+    ),
+    "dqn_minatar_compact": lambda: (
+        make_dqn(
+            DQN_PRESETS["gymnax/Breakout-MinAtar"].replace(learning_starts=512),
+            "gymnax/Breakout-MinAtar",
+        ),
+        1024,
+        1,
+    ),
+    "dqn_dict_pixels": lambda: (
+        make_dqn(DQNConfig(learning_starts=150, batch_size=32), "Maze-v0", pixels=True),
+        300,
+        1,
+    ),
+    "sac_mountaincar_correlated": lambda: (
+        make_sac(
+            SAC_PRESETS["MountainCarContinuous-v0"].replace(learning_starts=256),
+            "MountainCarContinuous-v0",
+        ),
+        512,
+        1,
+    ),
 }
 
 
 def main() -> None:
+    chosen = sys.argv[1:] or list(CASES)  # names of CASES, or every case
     results = {}
-    for name, build in CASES.items():
+    for name in chosen:
+        build = CASES[name]
         agent, steps, seeds = build()
         results[name] = fingerprint(agent, steps, seeds)
         print(name, results[name], flush=True)

@@ -66,7 +66,7 @@ def rollax_solver(
     config = PPOConfig(
         **SETTINGS,
         total_steps=total,
-        anneal_lr=False,
+        lr_schedule="constant",
         num_seeds=num_seeds,
         hidden_sizes=(64, 64),
         activation="tanh",
@@ -188,7 +188,11 @@ def throughput(repeats: int, steps: int) -> dict[str, float]:
 
     results = {}
     config = PPOConfig(
-        **SETTINGS, total_steps=steps, anneal_lr=False, hidden_sizes=(64, 64), activation="tanh"
+        **SETTINGS,
+        total_steps=steps,
+        lr_schedule="constant",
+        hidden_sizes=(64, 64),
+        activation="tanh",
     )
     agent = make_ppo(config, "CartPole-v1")
     state = agent.init(jax.random.key(0))

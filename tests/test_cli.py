@@ -204,6 +204,14 @@ BAD_INPUT = [
 ]
 """Commands refused with a message and status 2, and the message."""
 
+
+def _as_written_by_0_1_0(config: dict) -> None:
+    """PPO's config as rollax 0.1.0 stored it: ``anneal_lr``, no optimizer fields."""
+    for name in ("optimizer", "lr_schedule", "warmup_fraction", "weight_decay", "momentum"):
+        config.pop(name)
+    config["anneal_lr"] = True
+
+
 OLD_CONFIGS = {
     "unknown field": (
         lambda c: c["config"].update(gradient_penalty=1.0),
@@ -218,6 +226,10 @@ OLD_CONFIGS = {
         "field 'num_envs' must be an integer, got '8'",
     ),
     "unknown algorithm": (lambda c: c.update(algo="a2c"), "Unknown algorithm 'a2c'"),
+    "rollax 0.1.0": (
+        lambda c: _as_written_by_0_1_0(c["config"]),
+        "written by rollax 0.1.0, before agents named their optimizer (it has anneal_lr)",
+    ),
 }
 """Edits of a run's config.json, as another version might have written it, and the message."""
 

@@ -79,7 +79,7 @@ def test_a_swept_member_trains_as_its_configuration_alone(make, config, env, swe
 
 def test_a_sweep_run_reports_every_member_and_grid_point(tmp_path):
     config = PPO_SMALL.replace(
-        total_steps=1024, sweep=("learning_rate=1e-3,3e-3", "anneal_lr=True,False")
+        total_steps=1024, sweep=("learning_rate=1e-3,3e-3", "lr_schedule=linear,constant")
     )
     rc = RunConfig(run_dir=str(tmp_path / "sweep"), progress=False, eval_episodes=4,
                    log_every=256)  # fmt: skip
@@ -87,9 +87,9 @@ def test_a_sweep_run_reports_every_member_and_grid_point(tmp_path):
     with (run_dir / "metrics.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     points = [
-        f"learning_rate={lr} anneal_lr={anneal}"
+        f"learning_rate={lr} lr_schedule={schedule}"
         for lr in ("1e-3", "3e-3")
-        for anneal in (True, False)
+        for schedule in ("linear", "constant")
     ]
     members = [f"episode_return[{p}]_seed{s}" for p in points for s in range(2)]
     assert [c for c in rows[0] if c.startswith("episode_return[")] == members
@@ -103,9 +103,9 @@ def test_a_sweep_run_reports_every_member_and_grid_point(tmp_path):
     np.testing.assert_allclose([p["deterministic"] for p in result["points"]], per_member)
     legend = [t.get_text() for t in draw_runs([run_dir]).axes[0].get_legend().get_texts()]
     assert legend == [f"{p} (2 seeds)" for p in points]
-    # A new budget stretches the schedule of the members that anneal, and only theirs.
+    # A new budget stretches the schedule of the members that have one, and only theirs.
     resume(run_dir, total_steps=2048)
-    updates = np.asarray(load_run(run_dir).state.hparams.anneal_updates)
+    updates = np.asarray(load_run(run_dir).state.hparams.schedule_steps)
     np.testing.assert_array_equal(updates, [16, 16, 0, 0, 16, 16, 0, 0])  # 2048 / (4 * 32)
     with (run_dir / "metrics.csv").open(newline="") as f:
         assert len(list(csv.DictReader(f))) == 2 * len(rows)

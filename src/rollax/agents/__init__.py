@@ -5,7 +5,8 @@ shares; :func:`with_defaults` gives a subclass its own defaults for them.
 """
 
 from rollax.agents import dqn, ppo, sac
-from rollax.agents._offpolicy_config import OffPolicyConfig, with_defaults
+from rollax.agents._offpolicy_config import OffPolicyConfig
+from rollax.training import with_defaults
 from rollax.training._registry import Algorithm, register
 
 __all__ = ["OffPolicyConfig", "dqn", "ppo", "sac", "with_defaults"]

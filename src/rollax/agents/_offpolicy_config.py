@@ -1,28 +1,28 @@
 """The configuration every off-policy agent shares (DQN's and SAC's), each field documented.
 
 An off-policy configuration derives from :class:`OffPolicyConfig` and adds its own fields;
-where its defaults differ, :func:`with_defaults` sets them without declaring the fields
-again, so each field has one declaration and one docstring (the command line's ``--help``).
+where its defaults differ, :func:`rollax.training.with_defaults` sets them without declaring
+the fields again, so each field has one declaration and one docstring (the command line's
+``--help``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rollax.networks import Activation
-from rollax.training import ScaleConfig, check_budget
+from rollax.training import OptimizerConfig, ScaleConfig, check_budget, with_defaults
 from rollax.training._validate import check_activation, check_fields, check_replay, check_widths
 
-__all__ = ["OffPolicyConfig", "with_defaults"]
+__all__ = ["OffPolicyConfig"]
 
 C = TypeVar("C")
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig(ScaleConfig):
+@with_defaults(learning_rate=1e-2)
+class OffPolicyConfig(OptimizerConfig, ScaleConfig):
     """What every off-policy configuration has: environments, budget, replay, learning.
 
     Sizes and switches are static (changing them compiles again). The hyperparameters are
@@ -46,8 +46,6 @@ class OffPolicyConfig(ScaleConfig):
     """Vectorized steps (num_envs transitions each) between learning phases."""
     gradient_steps: int = 1
     """Gradient steps in each learning phase."""
-    learning_rate: float = 1e-2
-    """Adam's learning rate (SAC's for the actor, the critics and the temperature)."""
     gamma: float = 0.99
     """Discount factor."""
     n_step: int = 1
@@ -80,6 +78,16 @@ class OffPolicyConfig(ScaleConfig):
         """Transitions per seed between learning phases: num_envs * train_every."""
         return self.num_envs * self.train_every
 
+    def gradient_steps_in(self, total_steps: int) -> int:
+        """Gradient steps per seed in a budget of ``total_steps`` transitions.
+
+        What the learning-rate schedule spans: gradient_steps in every learning phase, from
+        the first with learning_starts transitions stored.
+        """
+        phases = total_steps // self.steps_per_iteration
+        first = max(1, -(-self.learning_starts // self.steps_per_iteration))
+        return max(0, phases - first + 1) * self.gradient_steps
+
     @property
     def replay_length(self) -> int:
         """Consecutive transitions in each window sampled from replay: n_step."""
@@ -92,7 +100,7 @@ class OffPolicyConfig(ScaleConfig):
             "train_every", "gradient_steps", "n_step",
         )  # fmt: skip
         check_fields(self, "non_negative_int", "learning_starts")
-        check_fields(self, "positive", "learning_rate")
+        self.validate_optimizer()
         check_fields(self, "unit_interval", "gamma")
         # tau = 0 would freeze the target networks at their initial values for good.
         check_fields(self, "positive_fraction", "tau")
@@ -110,24 +118,3 @@ class OffPolicyConfig(ScaleConfig):
     def replace(self: C, **changes: Any) -> C:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
-
-
-def with_defaults(**defaults: Any) -> Callable[[type[C]], type[C]]:
-    """Give inherited fields other defaults in a subclass, before ``dataclasses.dataclass``.
-
-    The fields keep their place, type and docstring (the base class's); only the defaults
-    change.
-    """
-
-    def apply(cls: type[C]) -> type[C]:
-        inherited = {f.name: f for f in dataclasses.fields(cls.__mro__[1])}  # type: ignore[arg-type]
-        unknown = sorted(set(defaults) - set(inherited))
-        if unknown:
-            raise TypeError(f"with_defaults: {cls.__name__} inherits no field {unknown}.")
-        own = dict(inspect.get_annotations(cls))
-        cls.__annotations__ = {**{k: inherited[k].type for k in defaults}, **own}
-        for name, value in defaults.items():
-            setattr(cls, name, value)
-        return cls
-
-    return apply

@@ -6,7 +6,8 @@
 - Layouts (:class:`Layout`, the tags :data:`SEED`, :data:`SHARD`, :data:`SHARED`,
   :data:`ENV_PARAMS`): how seeds and shards map onto a mesh of devices; the one gradient
   step of every agent (:class:`GradientStep`); the configuration fields of scale
-  (:class:`ScaleConfig`).
+  (:class:`ScaleConfig`) and of the optimizer (:class:`OptimizerConfig`, built with optax by
+  :class:`Optimizer`, its per-seed values :class:`OptimizerHyperParams`).
 - The algorithm registry (:class:`Algorithm`, :func:`get_algorithm`) that the command line
   and run directories dispatch on.
 - One evaluator for every agent, with the state's params and episode limit.
@@ -30,7 +31,7 @@ from rollax.training._agent import (
     feedforward_policy,
     layout_for,
 )
-from rollax.training._config import ConfigError, config_to_json, decode_config
+from rollax.training._config import ConfigError, config_to_json, decode_config, with_defaults
 from rollax.training._distributed import Cluster, agree_any
 from rollax.training._envs import training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
@@ -47,7 +48,19 @@ from rollax.training._layout import (
     resolve_devices,
 )
 from rollax.training._loop import COMMON_METRICS, Callback, TrainingDiverged
-from rollax.training._optim import GradientStep, polyak
+from rollax.training._optim import (
+    OPTIMIZER_DATA,
+    OPTIMIZERS,
+    SCHEDULES,
+    GradientStep,
+    Optimizer,
+    OptimizerConfig,
+    OptimizerHyperParams,
+    optimizer_values,
+    polyak,
+    schedule_multiplier,
+    stretch_schedule,
+)
 from rollax.training._plots import (
     draw_population,
     draw_runs,
@@ -82,6 +95,9 @@ __all__ = [
     "COMMON_METRICS",
     "ENV_PARAMS",
     "EPISODE_METRICS",
+    "OPTIMIZERS",
+    "OPTIMIZER_DATA",
+    "SCHEDULES",
     "SEED",
     "SHARD",
     "SHARED",
@@ -91,6 +107,9 @@ __all__ = [
     "ConfigError",
     "GradientStep",
     "Layout",
+    "Optimizer",
+    "OptimizerConfig",
+    "OptimizerHyperParams",
     "Policy",
     "Run",
     "RunConfig",
@@ -121,12 +140,15 @@ __all__ = [
     "make_layout",
     "map_axis",
     "map_seeds",
+    "optimizer_values",
     "params_for_batch",
     "plot_curve",
     "plot_population",
     "plot_runs",
     "polyak",
     "record_episode",
+    "schedule_multiplier",
+    "stretch_schedule",
     "register",
     "resolve_devices",
     "resume",
@@ -134,5 +156,6 @@ __all__ = [
     "train",
     "training_env",
     "vmap_seeds",
+    "with_defaults",
     "write_video",
 ]

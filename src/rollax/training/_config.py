@@ -11,11 +11,15 @@ a nested config dataclass) needs no edit here.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-__all__ = ["ConfigError", "config_to_json", "decode_config", "decode_value"]
+__all__ = [
+    "ConfigError", "config_to_json", "decode_config", "decode_value", "with_defaults"
+]  # fmt: skip
 
 C = TypeVar("C")
 
@@ -37,12 +41,18 @@ def decode_config(cls: type[C], data: Any, where: str) -> C:
         data: The decoded JSON object.
         where: What ``data`` is, for messages (e.g. ``"config.json: 'ppo'"``).
 
+    A class may define ``refuse_older_versions(data, where)``, which raises a
+    :class:`ConfigError` for data an older rollax wrote in a layout this version cannot take.
+
     Raises:
         ConfigError: an unknown or missing field, or a value of the wrong type; the message
             names the field, what was found and what is valid.
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{where} must be a JSON object of {cls.__name__} fields, got {data!r}")
+    refuse_older = getattr(cls, "refuse_older_versions", None)
+    if refuse_older is not None:  # a layout this version cannot take, named before the rest
+        refuse_older(data, where)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(data) - set(fields))
@@ -128,3 +138,32 @@ def decode_value(kind: Any, value: Any, where: str) -> Any:
 
 
 _WHAT = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def with_defaults(**defaults: Any) -> Callable[[type[C]], type[C]]:
+    """Give inherited fields other defaults in a subclass, before ``dataclasses.dataclass``.
+
+    The fields keep their place, type and docstring (the base class's); only the defaults
+    change.
+    """
+
+    def apply(cls: type[C]) -> type[C]:
+        # Each inherited field's type, resolved where the field is declared (a string
+        # annotation would otherwise be looked up in the subclass's module).
+        inherited = {
+            name: kind
+            for base in reversed(cls.__mro__[1:])
+            if dataclasses.is_dataclass(base)
+            for name, kind in typing.get_type_hints(base).items()
+            if name in base.__dataclass_fields__
+        }
+        unknown = sorted(set(defaults) - set(inherited))
+        if unknown:
+            raise TypeError(f"with_defaults: {cls.__name__} inherits no field {unknown}.")
+        own = dict(inspect.get_annotations(cls))
+        cls.__annotations__ = {**{k: inherited[k] for k in defaults}, **own}
+        for name, value in defaults.items():
+            setattr(cls, name, value)
+        return cls
+
+    return apply

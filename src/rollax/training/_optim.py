@@ -1,22 +1,330 @@
-"""The one gradient step every agent takes: a mean over the seed's shards, then optax.
+"""The optimizer every agent names, built with optax, and the one gradient step of the layer.
 
-Hyperparameters that are data (the learning rate, the norm bound) are arguments of each
-call, one value per seed: the transformations are built inside the traced step from them,
-so changing them never recompiles, and no optax state is edited. The optimizer state is
-Adam's (``optax.scale_by_adam``), whose structure does not depend on those values.
+An agent's configuration inherits :class:`OptimizerConfig`: which optax optimizer it uses
+and how its learning rate changes over the budget. The values that may differ per seed
+(learning rate, schedule, warmup, weight decay, momentum, norm bound) are data, in the
+agent's hyperparameters (:class:`OptimizerHyperParams`, which each agent's hyperparameters
+extend): the transformation is built inside the traced step from them
+(:meth:`Optimizer.transformation`), so sweeping or evolving them never recompiles. Only the
+optimizer's kind is static, since it decides the optimizer state's structure.
+
+The optimizer state holds what the stateful part of the optimizer keeps (Adam's moments,
+RMSProp's mean square, a momentum trace) and nothing else: the clipping before it and the
+weight decay and learning rate after it are stateless. So Adam's state is an
+``optax.ScaleByAdamState``, as in rollax 0.1.
+
+:class:`GradientStep` is the layer's part: the mean of the gradients over the seed's data
+shards, then the agent's transformation.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import optax
 
-__all__ = ["GradientStep", "polyak"]
+from rollax._struct import pytree_dataclass
+from rollax.training._config import ConfigError
+from rollax.training._validate import check_fields
+
+__all__ = [
+    "OPTIMIZER_DATA",
+    "OPTIMIZERS",
+    "SCHEDULES",
+    "GradientStep",
+    "Optimizer",
+    "OptimizerConfig",
+    "OptimizerHyperParams",
+    "polyak",
+    "schedule_multiplier",
+    "stretch_schedule",
+]
+
+OptimizerName = Literal["adam", "adamw", "rmsprop", "radam", "lion", "sgd"]
+OPTIMIZERS: tuple[str, ...] = ("adam", "adamw", "rmsprop", "radam", "lion", "sgd")
+"""The optimizers an agent's configuration can name."""
+ScheduleName = Literal["constant", "linear", "cosine", "warmup_cosine"]
+SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine", "warmup_cosine")
+"""The learning-rate schedules, in the order of their codes in :class:`OptimizerHyperParams`."""
+_DECAYED = ("adamw", "lion")  # decoupled weight decay
+_MOMENTUM = ("sgd", "rmsprop")
+OPTIMIZER_DATA: tuple[str, ...] = (
+    "learning_rate", "lr_schedule", "warmup_fraction", "weight_decay", "momentum",
+    "max_grad_norm",
+)  # fmt: skip
+"""The :class:`OptimizerConfig` fields held as per-seed data, which every agent's
+``SWEEPABLE`` lists."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+    """The optimizer's fields, which every agent's configuration inherits.
+
+    ``optimizer`` is static (it decides the optimizer state); the others are only defaults
+    of per-seed data, which sweeps and population-based training may set per member.
+    """
+
+    learning_rate: float = 1e-3
+    """The learning rate (at the start of lr_schedule; its peak after a warmup)."""
+    optimizer: OptimizerName = "adam"
+    """The optax optimizer of every gradient step: adam, adamw (Adam with decoupled weight
+    decay), rmsprop (momentum, if any, applied after the scaling, as PyTorch's), radam, lion
+    or sgd (with momentum)."""
+    lr_schedule: ScheduleName = "constant"
+    """How the learning rate changes over total_steps: constant; linear (to zero); cosine (to
+    zero); warmup_cosine (from zero linearly over warmup_fraction, then cosine to zero).
+    Resuming to a new budget stretches it."""
+    warmup_fraction: float = 0.0
+    """warmup_cosine: the fraction of total_steps over which the learning rate rises from
+    zero, in [0, 1)."""
+    weight_decay: float = 0.0
+    """adamw and lion: decoupled weight decay, scaled by the learning rate (optax's)."""
+    momentum: float = 0.0
+    """sgd and rmsprop: the momentum (decay of the update trace), in [0, 1)."""
+    max_grad_norm: float = 0.0
+    """Gradients are rescaled to at most this global norm (0: off)."""
+
+    @classmethod
+    def refuse_older_versions(cls, data: dict[str, Any], where: str) -> None:
+        """Refuse a configuration stored before agents named their optimizer (rollax 0.1.0).
+
+        Its run's checkpoints hold the hyperparameters in another layout (no optimizer
+        values; PPO's ``anneal_updates``), which this version does not restore.
+
+        Raises:
+            ConfigError: ``data`` has no ``optimizer`` field.
+        """
+        if "optimizer" not in data:
+            raise ConfigError(
+                f"{where} was written by rollax 0.1.0, before agents named their optimizer"
+                + (" (it has anneal_lr)" if "anneal_lr" in data else "")
+                + ": its checkpoints hold the hyperparameters in a layout this version does "
+                "not restore. Resume or evaluate it with rollax 0.1.0, or train it again."
+            )
+
+    def validate_optimizer(self) -> None:
+        """Raise a ``ValueError`` naming the first optimizer field that does not fit."""
+        name = type(self).__name__
+        for field, valid in (("optimizer", OPTIMIZERS), ("lr_schedule", SCHEDULES)):
+            value = getattr(self, field)
+            if value not in valid:
+                raise ValueError(f"{name}.{field} must be one of {list(valid)}, got {value!r}.")
+        check_fields(self, "positive", "learning_rate")
+        check_fields(
+            self, "non_negative", "weight_decay", "warmup_fraction", "momentum", "max_grad_norm"
+        )
+        if self.warmup_fraction >= 1 or self.momentum >= 1:
+            field = "warmup_fraction" if self.warmup_fraction >= 1 else "momentum"
+            raise ValueError(f"{name}.{field} must be below 1, got {getattr(self, field)!r}.")
+        if self.weight_decay and self.optimizer not in _DECAYED:
+            raise ValueError(
+                f"{name}.weight_decay={self.weight_decay!r} applies to the optimizers "
+                f"{list(_DECAYED)}, not optimizer={self.optimizer!r} (set weight_decay=0, or "
+                "optimizer='adamw')."
+            )
+        if self.momentum and self.optimizer not in _MOMENTUM:
+            raise ValueError(
+                f"{name}.momentum={self.momentum!r} applies to the optimizers "
+                f"{list(_MOMENTUM)}, not optimizer={self.optimizer!r} (set momentum=0)."
+            )
+        if self.warmup_fraction and self.lr_schedule != "warmup_cosine":
+            raise ValueError(
+                f"{name}.warmup_fraction={self.warmup_fraction!r} applies to "
+                f"lr_schedule='warmup_cosine', not {self.lr_schedule!r}."
+            )
+
+
+@pytree_dataclass
+class OptimizerHyperParams:
+    """The optimizer's values as data, one per seed; each agent's hyperparameters extend it.
+
+    Attributes:
+        learning_rate: The learning rate at the start of the schedule (its peak after a
+            warmup).
+        lr_schedule: The schedule's index in :data:`SCHEDULES` (as float32, as every
+            hyperparameter is held).
+        schedule_steps: Optimizer steps over which the schedule runs (the budget's; 0: the
+            learning rate stays constant).
+        warmup_fraction: warmup_cosine's warmup, a fraction of ``schedule_steps``.
+        weight_decay: Decoupled weight decay (adamw, lion).
+        momentum: Momentum (sgd, rmsprop).
+        max_grad_norm: The gradient is rescaled to at most this global norm (0: unbounded).
+    """
+
+    learning_rate: jax.Array
+    lr_schedule: jax.Array
+    schedule_steps: jax.Array
+    warmup_fraction: jax.Array
+    weight_decay: jax.Array
+    momentum: jax.Array
+    max_grad_norm: jax.Array
+
+
+def optimizer_values(config: OptimizerConfig, schedule_steps: int) -> dict[str, Any]:
+    """The :class:`OptimizerHyperParams` fields for ``config``, as Python numbers.
+
+    Its schedule spans ``schedule_steps`` optimizer steps. Pass them to an agent's
+    hyperparameters.
+    """
+    return {
+        "learning_rate": config.learning_rate,
+        "lr_schedule": SCHEDULES.index(config.lr_schedule),
+        "schedule_steps": schedule_steps if config.lr_schedule != "constant" else 0,
+        "warmup_fraction": config.warmup_fraction,
+        "weight_decay": config.weight_decay,
+        "momentum": config.momentum,
+        "max_grad_norm": config.max_grad_norm,
+    }
+
+
+def stretch_schedule(hp: OptimizerHyperParams, schedule_steps: int) -> OptimizerHyperParams:
+    """``hp`` with its schedule spanning ``schedule_steps`` optimizer steps, for a new budget.
+
+    Every member with a schedule is stretched; a constant learning rate stays constant.
+    """
+    current = hp.schedule_steps
+    stretched = jnp.where(current > 0, jnp.full_like(current, schedule_steps), current)
+    return hp.replace(schedule_steps=stretched)
+
+
+def schedule_multiplier(hp: OptimizerHyperParams, step: jax.Array) -> jax.Array:
+    """The learning rate's factor after ``step`` optimizer steps: float32 ``()``.
+
+    With ``p = step / schedule_steps`` clipped to [0, 1]: constant 1; linear ``1 - p``;
+    cosine ``(1 + cos(pi p)) / 2``; warmup_cosine ``p / w`` while ``p < w`` (``w`` the
+    warmup fraction), then the cosine over the rest. ``schedule_steps = 0``: 1.
+    """
+    span = hp.schedule_steps
+    progress = step.astype(jnp.float32) / jnp.where(span > 0, span, 1.0)
+    linear = jnp.clip(1.0 - progress, 0.0, 1.0)  # as rollax 0.1 annealed PPO: same bits
+    p = jnp.clip(progress, 0.0, 1.0)
+    cosine = 0.5 * (1.0 + jnp.cos(jnp.pi * p))
+    w = hp.warmup_fraction
+    after = jnp.clip((p - w) / jnp.maximum(1.0 - w, 1e-12), 0.0, 1.0)
+    warmup_cosine = jnp.where(
+        p < w, p / jnp.maximum(w, 1e-12), 0.5 * (1.0 + jnp.cos(jnp.pi * after))
+    )
+    code = hp.lr_schedule
+    factor = jnp.select(
+        [code == SCHEDULES.index("linear"), code == SCHEDULES.index("cosine"),
+         code == SCHEDULES.index("warmup_cosine")],
+        [linear, cosine, warmup_cosine],
+        1.0,
+    )  # fmt: skip
+    return jnp.where(span > 0, factor, 1.0)
+
+
+def _around(
+    before: list[optax.GradientTransformation],
+    core: optax.GradientTransformation,
+    after: list[optax.GradientTransformation],
+) -> optax.GradientTransformation:
+    """``before``, ``core`` and ``after`` chained, with ``core``'s state as the whole state.
+
+    The others are stateless: their ``EmptyState`` would only change the state's tree.
+    """
+    empty = optax.EmptyState()
+
+    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        # optax mixes int32 step counts with float32 (not strict-promotion clean).
+        with jax.numpy_dtype_promotion("standard"):
+            for tx in before:
+                updates, _ = tx.update(updates, empty, params)
+            updates, state = core.update(updates, state, params)
+            for tx in after:
+                updates, _ = tx.update(updates, empty, params)
+        return updates, state
+
+    return optax.GradientTransformation(core.init, update)
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimizer:
+    """An agent's optimizer: its static parts; the values come with each step.
+
+    Attributes:
+        kind: One of :data:`OPTIMIZERS`.
+        eps: The epsilon of Adam, AdamW, RAdam and RMSProp.
+        clip_value: Each gradient element is clipped to ``[-clip_value, clip_value]`` first
+            (``optax.clip``; 0: off).
+        bounded: Whether the step bounds the gradient's norm at all (some member starts with
+            ``max_grad_norm > 0``); members at 0 are then unbounded.
+        scheduled: Whether the step schedules the learning rate at all (some member's
+            ``lr_schedule`` is not constant).
+
+    Leaving out what no member uses keeps the compiled step as it was before optimizers
+    became a choice, to the bit.
+    """
+
+    kind: str = "adam"
+    eps: float = 1e-8
+    clip_value: float = 0.0
+    bounded: bool = True
+    scheduled: bool = True
+
+    @classmethod
+    def of(cls, config: OptimizerConfig, **static: Any) -> Optimizer:
+        """The optimizer ``config`` names, for every member of its sweep.
+
+        ``static`` holds the agent's own static choices (``eps``, ``clip_value``).
+        """
+        members = config.member_configs() if hasattr(config, "member_configs") else [config]
+        return cls(
+            kind=config.optimizer,
+            bounded=any(m.max_grad_norm > 0 for m in members),
+            scheduled=any(m.lr_schedule != "constant" for m in members),
+            **static,
+        )
+
+    def _core(self, momentum: jax.Array) -> optax.GradientTransformation:
+        """The stateful part of the optimizer.
+
+        Built from float32 arrays (as ``optax.inject_hyperparams`` would hold them), whose
+        values never change its state's structure.
+        """
+        b1, b2, eps, eps_root = (jnp.float32(x) for x in (0.9, 0.999, self.eps, 0.0))
+        if self.kind in ("adam", "adamw"):
+            return optax.scale_by_adam(b1=b1, b2=b2, eps=eps, eps_root=eps_root)
+        if self.kind == "radam":
+            return optax.scale_by_radam(b1=b1, b2=b2, eps=eps, eps_root=eps_root)
+        if self.kind == "lion":
+            return optax.scale_by_lion(b1=b1, b2=jnp.float32(0.99))
+        trace = optax.trace(decay=momentum)
+        if self.kind == "rmsprop":
+            return optax.chain(optax.scale_by_rms(decay=jnp.float32(0.9), eps=eps), trace)
+        return trace  # sgd
+
+    def init(self, params: Any) -> Any:
+        """The optimizer state for ``params``."""
+        return self._core(jnp.float32(0.0)).init(params)
+
+    def transformation(
+        self, hp: OptimizerHyperParams, step: jax.Array, decay: bool = True
+    ) -> optax.GradientTransformation:
+        """The optax transformation of one step, from one seed's values ``hp``.
+
+        Clipping, the optimizer, weight decay (unless ``decay`` is False: parameters that are
+        not weights, such as SAC's temperature), and the learning rate as scheduled after
+        ``step`` optimizer steps.
+        """
+        before = []
+        if self.clip_value:
+            before.append(optax.clip(self.clip_value))
+        if self.bounded:  # a member at 0 is unbounded: an infinite bound leaves it as it is
+            bound = jnp.where(hp.max_grad_norm > 0, hp.max_grad_norm, jnp.inf)
+            before.append(optax.clip_by_global_norm(bound))
+        after = []
+        if decay and self.kind in _DECAYED:
+            after.append(optax.add_decayed_weights(hp.weight_decay))
+        learning_rate = hp.learning_rate
+        if self.scheduled:
+            learning_rate = learning_rate * schedule_multiplier(hp, step)
+        after.append(optax.scale_by_learning_rate(learning_rate))
+        return _around(before, self._core(hp.momentum), after)
 
 
 def _identity(tree: Any) -> Any:
@@ -25,59 +333,26 @@ def _identity(tree: Any) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class GradientStep:
-    """Adam with gradient clipping, its gradients averaged over the seed's data shards.
+    """The layer's gradient step: the mean over the seed's shards, then the agent's optax.
 
     Attributes:
         mean: The layout's mean over a seed's shards
             (:meth:`rollax.training.Layout.mean`): every shard then takes the same step,
             from the gradient of the seed's whole batch.
-        eps: Adam's epsilon.
-        clip_value: Each gradient element is clipped to ``[-clip_value, clip_value]`` first
-            (``optax.clip``; 0: off). Static.
     """
 
     mean: Callable[[Any], Any] = _identity
-    eps: float = 1e-8
-    clip_value: float = 0.0
-
-    def _adam(self) -> optax.GradientTransformation:
-        # Hyperparameters as float32 arrays, as optax.inject_hyperparams holds them: XLA
-        # then computes the bias corrections exactly as for an injected learning rate.
-        b1, b2, eps, eps_root = (jnp.float32(x) for x in (0.9, 0.999, self.eps, 0.0))
-        return optax.scale_by_adam(b1=b1, b2=b2, eps=eps, eps_root=eps_root)
-
-    def init(self, params: Any) -> optax.ScaleByAdamState:
-        """Adam's state for ``params``."""
-        return self._adam().init(params)
 
     def __call__(
-        self,
-        params: Any,
-        opt_state: optax.ScaleByAdamState,
-        grads: Any,
-        learning_rate: jax.Array,
-        max_grad_norm: jax.Array | None = None,
-    ) -> tuple[Any, optax.ScaleByAdamState]:
-        """One step: ``(params, opt_state)`` after applying ``grads``.
+        self, transformation: optax.GradientTransformation, params: Any, opt_state: Any, grads: Any
+    ) -> tuple[Any, Any]:
+        """One step: ``(params, opt_state)`` after applying this shard's ``grads``.
 
-        Args:
-            params: The parameters the gradients are of.
-            opt_state: From :meth:`init` or a previous step.
-            grads: This shard's gradients (averaged here over the seed's shards).
-            learning_rate: float32 ``()``, this seed's learning rate.
-            max_grad_norm: float32 ``()``: the averaged gradient is rescaled to at most this
-                global norm (``optax.clip_by_global_norm``); ``None``: no bound.
+        The gradients are averaged over the seed's shards, then go through
+        ``transformation``.
         """
         grads = self.mean(grads)
-        empty = optax.EmptyState()
-        if self.clip_value:
-            grads, _ = optax.clip(self.clip_value).update(grads, empty)
-        if max_grad_norm is not None:
-            grads, _ = optax.clip_by_global_norm(max_grad_norm).update(grads, empty)
-        # optax mixes int32 step counts with float32 (not strict-promotion clean).
-        with jax.numpy_dtype_promotion("standard"):
-            updates, opt_state = self._adam().update(grads, opt_state)
-            updates, _ = optax.scale_by_learning_rate(learning_rate).update(updates, empty)
+        updates, opt_state = transformation.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state
 
 

@@ -1,10 +1,10 @@
 """DQN as pieces for the shared training layer: ``make_dqn(config, env) -> Agent``.
 
-The learner holds a Q-network, its target network, Adam's state and the hyperparameters of
-one seed; the shared off-policy driver (:mod:`rollax.agents._offpolicy`) acts with it into
-the replay buffer and calls :func:`make_dqn`'s ``learn`` for each gradient step. Targets
-come from windows of ``n_step`` transitions (:func:`rollax.ops.nstep_return`): sums stop at
-a termination, and a truncation bootstraps from its true final observation.
+The learner holds a Q-network, its target network, the optimizer's state and the
+hyperparameters of one seed; the shared off-policy driver (:mod:`rollax.agents._offpolicy`)
+acts with it into the replay buffer and calls :func:`make_dqn`'s ``learn`` for each gradient
+step. Targets come from windows of ``n_step`` transitions (:func:`rollax.ops.nstep_return`):
+sums stop at a termination, and a truncation bootstraps from its true final observation.
 
 A recurrent Q-network (``recurrent="gru"`` or ``"lstm"``) learns as R2D2 does: each sampled
 sequence is replayed from the carry stored with its first step, with the carry reset
@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from rollax._struct import pytree_dataclass
 from rollax.agents._offpolicy import (
@@ -44,7 +45,18 @@ from rollax.buffers import Transition
 from rollax.envs import VecEnv
 from rollax.ops import nstep_return
 from rollax.spaces import Discrete
-from rollax.training import Agent, GradientStep, layout_for, map_seeds, polyak, training_env
+from rollax.training import (
+    Agent,
+    GradientStep,
+    Optimizer,
+    OptimizerHyperParams,
+    layout_for,
+    map_seeds,
+    optimizer_values,
+    polyak,
+    stretch_schedule,
+    training_env,
+)
 from rollax.types import PRNGKey
 
 __all__ = ["DQN", "DQNHyperParams", "DQNLearner", "make_dqn"]
@@ -54,11 +66,12 @@ METRICS = ("td_loss", "q_value")
 
 
 @pytree_dataclass
-class DQNHyperParams:
+class DQNHyperParams(OptimizerHyperParams):
     """Hyperparameters as data (one value per seed): changing them does not recompile.
 
+    The optimizer's (:class:`rollax.training.OptimizerHyperParams`), and:
+
     Attributes:
-        learning_rate: Adam's learning rate.
         gamma: Discount.
         tau: Weight of the online network in each target update.
         exploration_start: Epsilon at the start.
@@ -67,7 +80,6 @@ class DQNHyperParams:
         importance_exponent: Prioritized replay's beta.
     """
 
-    learning_rate: jax.Array
     gamma: jax.Array
     tau: jax.Array
     exploration_start: jax.Array
@@ -79,10 +91,11 @@ class DQNHyperParams:
 def hyperparams(config: DQNConfig) -> DQNHyperParams:
     """One seed's :class:`DQNHyperParams` for ``config``, as Python numbers.
 
-    The training layer holds them as float32, one value per member.
+    The learning-rate schedule spans the budget's gradient steps. The training layer holds
+    them as float32, one value per member.
     """
     return DQNHyperParams(
-        learning_rate=config.learning_rate,
+        **optimizer_values(config, config.gradient_steps_in(config.total_steps)),
         gamma=config.gamma,
         tau=config.tau,
         exploration_start=config.exploration_start,
@@ -99,7 +112,7 @@ class DQNLearner:
     Attributes:
         params: The online Q-network's parameters.
         target_params: The target network's parameters.
-        opt_state: Adam's state (``optax.ScaleByAdamState``).
+        opt_state: The optimizer's state (Adam's: ``optax.ScaleByAdamState``).
         hparams: :class:`DQNHyperParams`.
         steps: int32 ``()``: gradient steps taken (for periodic target updates).
     """
@@ -167,7 +180,8 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         )
     num_actions = int(env.action_space.n)
     network, obs_spec = q_function(config, env, num_actions)
-    step = GradientStep(mean=layout.mean, clip_value=config.clip_grad_value)
+    step = GradientStep(mean=layout.mean)
+    optimizer = Optimizer.of(config, clip_value=config.clip_grad_value)
 
     def init_learner(key: PRNGKey, hparams: DQNHyperParams) -> DQNLearner:
         example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
@@ -175,7 +189,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         return DQNLearner(
             params=params,
             target_params=params,
-            opt_state=step.init(params),
+            opt_state=optimizer.init(params),
             hparams=hparams,
             steps=jnp.zeros((), jnp.int32),
         )
@@ -261,16 +275,14 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             learner.params
         )
-        max_norm = jnp.float32(config.max_grad_norm) if config.max_grad_norm else None
-        params, opt_state = step(
-            learner.params, learner.opt_state, grads, hp.learning_rate, max_norm
-        )
+        transformation = optimizer.transformation(hp, learner.steps)
+        params, opt_state = step(transformation, learner.params, learner.opt_state, grads)
         steps = learner.steps + 1
-        due = steps % config.target_update_every == 0
-        target_params = jax.tree.map(
-            lambda t, p: jnp.where(due, p, t),
-            learner.target_params,
+        target_params = optax.periodic_update(
             polyak(learner.target_params, params, hp.tau),
+            learner.target_params,
+            steps,
+            config.target_update_every,
         )
         learner = learner.replace(
             params=params, target_params=target_params, opt_state=opt_state, steps=steps
@@ -291,11 +303,12 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         return epsilon_greedy(learner.params, obs, first, carry, key, eps)
 
     def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
-        """Stretch the exploration schedule to a new budget."""
+        """Stretch the exploration and learning-rate schedules to a new budget."""
         hp = state.learner.hparams
         fractions = [member.exploration_fraction for member in config.member_configs()]
         steps = np.asarray(np.asarray(fractions) * total_steps, np.float32)
         steps = jax.device_put(steps, hp.exploration_steps.sharding)  # placed as it was
+        hp = stretch_schedule(hp, config.gradient_steps_in(total_steps))
         return state.replace(
             learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps))
         )

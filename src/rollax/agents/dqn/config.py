@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from rollax.agents._offpolicy_config import OffPolicyConfig, with_defaults
+from rollax.agents._offpolicy_config import OffPolicyConfig
 from rollax.networks import CELLS
+from rollax.training import OPTIMIZER_DATA, with_defaults
 from rollax.training._validate import check_fields
 
 __all__ = ["PRESETS", "DQNConfig"]
@@ -35,7 +36,7 @@ class DQNConfig(OffPolicyConfig):
     """
 
     SWEEPABLE = (
-        "learning_rate",
+        *OPTIMIZER_DATA,
         "gamma",
         "tau",
         "exploration_start",
@@ -61,8 +62,6 @@ class DQNConfig(OffPolicyConfig):
     """TD loss: half the squared error, or Huber's (delta 1)."""
     clip_grad_value: float = 10.0
     """Each gradient element is clipped to [-clip_grad_value, clip_grad_value] (0: off)."""
-    max_grad_norm: float = 0.0
-    """Gradients are rescaled to at most this global norm (0: off)."""
     prioritized: bool = False
     """Prioritized replay: windows drawn in proportion to their TD error ** priority_exponent,
     with importance weights."""
@@ -97,7 +96,7 @@ class DQNConfig(OffPolicyConfig):
         check_fields(self, "positive", "exploration_fraction")
         check_fields(self, "unit_interval", "exploration_start", "exploration_end",
                      "exploration_fraction", "importance_exponent")  # fmt: skip
-        check_fields(self, "non_negative", "clip_grad_value", "max_grad_norm", "priority_exponent")
+        check_fields(self, "non_negative", "clip_grad_value", "priority_exponent")
         if self.loss not in ("huber", "mse"):
             raise ValueError(f"DQNConfig.loss must be 'huber' or 'mse', got {self.loss!r}.")
 

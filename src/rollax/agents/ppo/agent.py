@@ -48,10 +48,14 @@ from rollax.training import (
     SHARED,
     Agent,
     GradientStep,
+    Optimizer,
+    OptimizerHyperParams,
     Policy,
     ShardStart,
     build_agent,
     layout_for,
+    optimizer_values,
+    stretch_schedule,
     training_env,
 )
 from rollax.types import PRNGKey
@@ -60,46 +64,42 @@ __all__ = ["PPO", "PPOHyperParams", "PPOState", "Rollout", "make_ppo"]
 
 
 @pytree_dataclass
-class PPOHyperParams:
+class PPOHyperParams(OptimizerHyperParams):
     """Hyperparameters as data (one value per seed): changing them does not recompile.
 
+    The optimizer's (:class:`rollax.training.OptimizerHyperParams`: learning rate, its
+    schedule over the budget's updates, norm bound, ...), and:
+
     Attributes:
-        learning_rate: Adam's learning rate before annealing.
-        anneal_updates: Updates over which the learning rate decays to zero (0: no decay).
         gamma: Discount.
         gae_lambda: GAE's lambda.
         clip_eps: Ratio (and value) clipping range.
         ent_coef: Entropy bonus weight.
         vf_coef: Value loss weight.
-        max_grad_norm: Global gradient norm bound.
         reward_scale: Factor applied to rewards before advantages and value targets.
     """
 
-    learning_rate: jax.Array
-    anneal_updates: jax.Array
     gamma: jax.Array
     gae_lambda: jax.Array
     clip_eps: jax.Array
     ent_coef: jax.Array
     vf_coef: jax.Array
-    max_grad_norm: jax.Array
     reward_scale: jax.Array
 
 
 def hyperparams(config: PPOConfig) -> PPOHyperParams:
     """One seed's :class:`PPOHyperParams` for ``config``, as Python numbers.
 
-    The training layer holds them as float32, one value per member.
+    The learning-rate schedule spans the budget's updates. The training layer holds them as
+    float32, one value per member.
     """
     return PPOHyperParams(
-        learning_rate=config.learning_rate,
-        anneal_updates=config.total_steps // config.batch_size if config.anneal_lr else 0,
+        **optimizer_values(config, config.total_steps // config.batch_size),
         gamma=config.gamma,
         gae_lambda=config.gae_lambda,
         clip_eps=config.clip_eps,
         ent_coef=config.ent_coef,
         vf_coef=config.vf_coef,
-        max_grad_norm=config.max_grad_norm,
         reward_scale=config.reward_scale,
     )
 
@@ -115,7 +115,7 @@ class PPOState:
 
     Attributes:
         params: Actor-critic parameters, per seed.
-        opt_state: Adam's state (``optax.ScaleByAdamState``), per seed.
+        opt_state: The optimizer's state (Adam's: ``optax.ScaleByAdamState``), per seed.
         obs_stats: Running observation statistics, per seed: a ``RunningStats``, or for dict
             observations a dict of them for the vector entries (images are only scaled).
         hparams: :class:`PPOHyperParams`, per seed.
@@ -247,7 +247,8 @@ def make_ppo(
     n, t = env.num_envs, config.num_steps  # one shard's environments, steps per rollout
     shard_batch = n * t
     augment = config.augment_pixels and bool(image_keys)
-    step = GradientStep(mean=layout.mean, eps=1e-5)
+    step = GradientStep(mean=layout.mean)
+    optimizer = Optimizer.of(config, eps=1e-5)
 
     def observe(stats: Any, obs: Any) -> Any:
         return normalize_observation(stats, obs) if config.normalize_obs else obs
@@ -259,7 +260,7 @@ def make_ppo(
         params = network.init(key, example)
         return PPOState(
             params=params,
-            opt_state=step.init(params),
+            opt_state=optimizer.init(params),
             obs_stats=observation_stats(obs_spec),
             hparams=hparams,
             env_state=start.env_state,
@@ -372,12 +373,7 @@ def make_ppo(
             cut = lambda key: Sequences(  # noqa: E731
                 shuffled_samples(key, batch, config.num_minibatches), carry=()
             )
-        frac = jnp.where(
-            hp.anneal_updates > 0,
-            jnp.clip(1.0 - state.updates.astype(jnp.float32) / hp.anneal_updates, 0.0, 1.0),
-            1.0,
-        )
-        learning_rate = hp.learning_rate * frac
+        transformation = optimizer.transformation(hp, state.updates)
 
         def epoch(carry: tuple, key: PRNGKey) -> tuple:
             if augment:
@@ -391,7 +387,7 @@ def make_ppo(
                 params, opt_state = carry
                 mb, aug = xs
                 grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, state.obs_stats, mb, aug)
-                params, opt_state = step(params, opt_state, grads, learning_rate, hp.max_grad_norm)
+                params, opt_state = step(transformation, params, opt_state, grads)
                 return (params, opt_state), aux
 
             return jax.lax.scan(minibatch, carry, (minibatches, aug_keys))
@@ -435,11 +431,10 @@ def make_ppo(
         return (dist.mode() if deterministic else dist.sample(seed=key)), carry
 
     def with_budget(state: PPOState, total_steps: int) -> PPOState:
-        """Stretch the learning-rate schedule to a new budget (members that anneal)."""
-        current = state.hparams.anneal_updates
-        stretched = jnp.full_like(current, total_steps // config.batch_size)
-        updates = jnp.where(current > 0, stretched, jnp.zeros_like(current))
-        return state.replace(hparams=state.hparams.replace(anneal_updates=updates))
+        """Stretch the learning-rate schedule to a new budget (members with a schedule)."""
+        return state.replace(
+            hparams=stretch_schedule(state.hparams, total_steps // config.batch_size)
+        )
 
     agent = build_agent(
         name="ppo",

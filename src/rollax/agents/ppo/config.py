@@ -6,14 +6,21 @@ import dataclasses
 from typing import Any, Literal
 
 from rollax.networks import CELLS, Activation
-from rollax.training import ScaleConfig, check_budget
+from rollax.training import (
+    OPTIMIZER_DATA,
+    OptimizerConfig,
+    ScaleConfig,
+    check_budget,
+    with_defaults,
+)
 from rollax.training._validate import check_activation, check_fields, check_widths
 
 __all__ = ["PPOConfig", "PRESETS"]
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(ScaleConfig):
+@with_defaults(learning_rate=2.5e-3, lr_schedule="linear", max_grad_norm=0.5)
+class PPOConfig(OptimizerConfig, ScaleConfig):
     """Configuration of a PPO training run.
 
     Sizes and switches are static (changing them compiles again). The hyperparameters
@@ -22,14 +29,12 @@ class PPOConfig(ScaleConfig):
     """
 
     SWEEPABLE = (
-        "learning_rate",
-        "anneal_lr",
+        *OPTIMIZER_DATA,
         "gamma",
         "gae_lambda",
         "clip_eps",
         "ent_coef",
         "vf_coef",
-        "max_grad_norm",
         "reward_scale",
     )
 
@@ -44,10 +49,6 @@ class PPOConfig(ScaleConfig):
     """Passes over each rollout during an update."""
     num_minibatches: int = 4
     """Minibatches per epoch; must divide num_envs * num_steps."""
-    learning_rate: float = 2.5e-3
-    """Adam's learning rate (before annealing)."""
-    anneal_lr: bool = True
-    """Decay the learning rate linearly to zero over total_steps."""
     gamma: float = 0.99
     """Discount factor."""
     gae_lambda: float = 0.95
@@ -60,8 +61,6 @@ class PPOConfig(ScaleConfig):
     """Weight of the entropy bonus."""
     vf_coef: float = 0.5
     """Weight of the value loss."""
-    max_grad_norm: float = 0.5
-    """Gradients are rescaled to at most this global norm."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this before advantages and value targets (Brax's
     reward_scaling): keeps values of order one where returns are large, so that the value
@@ -133,7 +132,8 @@ class PPOConfig(ScaleConfig):
             "num_minibatches", "frame_stack", "action_repeat",
         )  # fmt: skip
         self.validate_scale(("num_envs",))
-        check_fields(self, "positive", "learning_rate", "max_grad_norm", "clip_eps", "reward_scale")
+        self.validate_optimizer()
+        check_fields(self, "positive", "clip_eps", "reward_scale")
         check_fields(self, "non_negative", "ent_coef")
         # vf_coef = 0 would leave the critic untrained, and the advantages meaningless.
         check_fields(self, "positive", "vf_coef")

@@ -36,10 +36,14 @@ from rollax.spaces import Box, is_image_key, observation_spec
 from rollax.training import (
     Agent,
     GradientStep,
+    Optimizer,
+    OptimizerHyperParams,
     ShardStart,
     layout_for,
     map_seeds,
+    optimizer_values,
     polyak,
+    stretch_schedule,
     training_env,
 )
 from rollax.types import PRNGKey
@@ -52,17 +56,18 @@ mean Q-value of the replayed actions."""
 
 
 @pytree_dataclass
-class SACHyperParams:
+class SACHyperParams(OptimizerHyperParams):
     """Hyperparameters as data (one value per seed): changing them does not recompile.
 
+    The optimizer's (:class:`rollax.training.OptimizerHyperParams`, for the actor, the
+    critics and the temperature), and:
+
     Attributes:
-        learning_rate: Adam's learning rate (actor, critics, temperature).
         gamma: Discount.
         tau: Weight of the online critics in each target update.
         target_entropy: The entropy the temperature steers the policy towards.
     """
 
-    learning_rate: jax.Array
     gamma: jax.Array
     tau: jax.Array
     target_entropy: jax.Array
@@ -75,10 +80,11 @@ class SACLearner:
     Attributes:
         params: ``{"actor", "critic", "log_alpha"}``: the trained parameters.
         target_critic: The target critics' parameters.
-        actor_opt: Adam's state for the actor.
-        critic_opt: Adam's state for the critics.
-        alpha_opt: Adam's state for ``log_alpha``.
+        actor_opt: The optimizer's state for the actor.
+        critic_opt: The optimizer's state for the critics.
+        alpha_opt: The optimizer's state for ``log_alpha``.
         hparams: :class:`SACHyperParams`.
+        steps: int32 ``()``: gradient steps taken (for the learning-rate schedule).
 
     With ``exploration_correlation > 0``, each shard's exploration state
     (``OffPolicyState.explore``) is the standard normal noise of the last action of each of
@@ -91,6 +97,7 @@ class SACLearner:
     critic_opt: Any
     alpha_opt: Any
     hparams: SACHyperParams
+    steps: jax.Array
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -156,6 +163,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         layer_norm=config.encoder_layer_norm,
     )
     step = GradientStep(mean=layout.mean)
+    optimizer = Optimizer.of(config)
 
     def policy(params: Any, obs: Any) -> TanhGaussian:
         mean, log_std = actor.apply(params, obs)
@@ -164,7 +172,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
     def hyperparams(member: SACConfig) -> SACHyperParams:
         """One seed's hyperparameters for a member's configuration (Python numbers)."""
         return SACHyperParams(
-            learning_rate=member.learning_rate,
+            **optimizer_values(member, member.gradient_steps_in(member.total_steps)),
             gamma=member.gamma,
             tau=member.tau,
             target_entropy=-member.target_entropy_scale * action_dim,
@@ -182,10 +190,11 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         return SACLearner(
             params=params,
             target_critic=params["critic"],
-            actor_opt=step.init(params["actor"]),
-            critic_opt=step.init(params["critic"]),
-            alpha_opt=step.init(params["log_alpha"]),
+            actor_opt=optimizer.init(params["actor"]),
+            critic_opt=optimizer.init(params["critic"]),
+            alpha_opt=optimizer.init(params["log_alpha"]),
             hparams=hparams,
+            steps=jnp.zeros((), jnp.int32),
         )
 
     def init_noise(key: PRNGKey, start: ShardStart) -> jax.Array:
@@ -224,6 +233,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         learner: SACLearner, batch: Transition, weight: jax.Array, key: PRNGKey
     ) -> tuple[SACLearner, dict[str, jax.Array], jax.Array]:
         hp, params = learner.hparams, learner.params
+        weights = optimizer.transformation(hp, learner.steps)
         k_next, k_actor = jax.random.split(key)
         obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
         action = batch.action[:, 0]
@@ -241,7 +251,8 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         )
         log_alpha, alpha_opt = params["log_alpha"], learner.alpha_opt
         if config.autotune_alpha:
-            log_alpha, alpha_opt = step(log_alpha, alpha_opt, alpha_grad, hp.learning_rate)
+            temperature = optimizer.transformation(hp, learner.steps, decay=False)
+            log_alpha, alpha_opt = step(temperature, log_alpha, alpha_opt, alpha_grad)
         alpha = jnp.exp(log_alpha)
 
         # The critics, towards the soft target.
@@ -254,9 +265,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             return sac_critic_loss(q, target), q
 
         (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
-        critic_params, critic_opt = step(
-            params["critic"], learner.critic_opt, critic_grad, hp.learning_rate
-        )
+        critic_params, critic_opt = step(weights, params["critic"], learner.critic_opt, critic_grad)
 
         # The actor, against the updated critics.
         def actor_loss(actor_params: Any) -> tuple[jax.Array, jax.Array]:
@@ -267,9 +276,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         (pi_loss, log_prob), actor_grad = jax.value_and_grad(actor_loss, has_aux=True)(
             params["actor"]
         )
-        actor_params, actor_opt = step(
-            params["actor"], learner.actor_opt, actor_grad, hp.learning_rate
-        )
+        actor_params, actor_opt = step(weights, params["actor"], learner.actor_opt, actor_grad)
         target_critic = polyak(learner.target_critic, critic_params, hp.tau)
         learner = learner.replace(
             params={"actor": actor_params, "critic": critic_params, "log_alpha": log_alpha},
@@ -277,6 +284,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             actor_opt=actor_opt,
             critic_opt=critic_opt,
             alpha_opt=alpha_opt,
+            steps=learner.steps + 1,
         )
         metrics = {
             "critic_loss": q_loss,
@@ -287,6 +295,11 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             "q_value": q.mean(),
         }
         return learner, metrics, jnp.zeros_like(weight)
+
+    def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
+        """Stretch the learning-rate schedule to a new budget."""
+        hp = stretch_schedule(state.learner.hparams, config.gradient_steps_in(total_steps))
+        return state.replace(learner=state.learner.replace(hparams=hp))
 
     def policy_act(learner: SACLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
         """The squashed mean action, or a sample: float32 ``(B, action_dim)``."""
@@ -312,7 +325,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         learn=learn,
         metric_names=METRICS,
         policy_act=feedforward_policy_act(policy_act),
-        with_budget=lambda state, total_steps: state,
+        with_budget=with_budget,
         init_explore=init_noise if config.exploration_correlation > 0 else None,
     )
     return SAC(**vars(agent), q_values=jax.jit(q_values))

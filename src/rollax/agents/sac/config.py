@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from rollax.agents._offpolicy_config import OffPolicyConfig
+from rollax.training import OPTIMIZER_DATA
 from rollax.training._validate import check_fields
 
 __all__ = ["PRESETS", "SACConfig"]
@@ -19,7 +20,7 @@ class SACConfig(OffPolicyConfig):
     ``tau`` every gradient step.
     """
 
-    SWEEPABLE = ("learning_rate", "gamma", "tau", "target_entropy_scale")
+    SWEEPABLE = (*OPTIMIZER_DATA, "gamma", "tau", "target_entropy_scale")
 
     init_alpha: float = 1.0
     """Entropy temperature at the start."""
