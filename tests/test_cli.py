@@ -228,7 +228,8 @@ OLD_CONFIGS = {
     "unknown algorithm": (lambda c: c.update(algo="a2c"), "Unknown algorithm 'a2c'"),
     "rollax 0.1.0": (
         lambda c: _as_written_by_0_1_0(c["config"]),
-        "written by rollax 0.1.0, before agents named their optimizer (it has anneal_lr)",
+        "has no optimizer field: it was written by rollax 0.1.0, before agents named their "
+        "optimizer (it has anneal_lr)",
     ),
 }
 """Edits of a run's config.json, as another version might have written it, and the message."""

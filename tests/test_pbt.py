@@ -118,11 +118,39 @@ def test_a_field_that_sets_a_leaf_of_another_name_is_found_and_written():
         (("learning_rate=1e-5",), "is not NAME=LOW,HIGH with LOW < HIGH"),
         (("learning_rate=1e-5,1e-4",), "learning_rate=0.0025 in PPOConfig lies outside"),
         ((), "pbt.explore is empty"),
+        # Optimizer values the compiled step would ignore, and bounds no member may take.
+        (("lr_schedule=0,1",), "'lr_schedule' is data but not a number"),
+        (("weight_decay=0,1e-3",), r"'weight_decay' would change nothing .* optimizer='adam'"),
+        (("momentum=0,0.9",), r"'momentum' would change nothing"),
+        (("warmup_fraction=0,0.2",), r"no member's lr_schedule is warmup_cosine"),
+        (("ent_coef=0,2",), None),  # valid: the control
     ],
 )
 def test_what_cannot_evolve_is_refused_with_the_reason(explore, message):
+    if message is None:
+        PBTConfig(interval=1024, explore=explore).bounds(PPOConfig())
+        return
     with pytest.raises(ValueError, match=message):
         PBTConfig(interval=1024, explore=explore).bounds(PPOConfig())
+
+
+@pytest.mark.parametrize(
+    ("config", "explore", "message"),
+    [
+        (DQNConfig(), "max_grad_norm=0,10", "every member starts at 0, so no bound is compiled"),
+        (DQNConfig(optimizer="sgd", momentum=0.5), "momentum=0.1,1.5",
+         r"the bound momentum=1.5 is not a valid DQNConfig: DQNConfig.momentum must be below 1"),
+        (SACConfig(optimizer="adamw", weight_decay=1e-4), "weight_decay=-1,1", "weight_decay"),
+    ],
+)  # fmt: skip
+def test_optimizer_values_evolve_only_where_the_step_uses_them(config, explore, message):
+    with pytest.raises(ValueError, match=message):
+        PBTConfig(interval=1024, explore=(explore,)).bounds(config)
+    # Where the step uses them, they evolve.
+    PBTConfig(interval=1024, explore=("momentum=0.1,0.9",)).bounds(
+        DQNConfig(optimizer="sgd", momentum=0.5)
+    )
+    PBTConfig(interval=1024, explore=("max_grad_norm=1,20",)).bounds(DQNConfig(max_grad_norm=10.0))
 
 
 def test_the_copy_takes_the_source_s_weights_bit_for_bit_and_compiles_once():

@@ -20,7 +20,7 @@ import pytest
 from rollax.agents.dqn import DQNConfig, make_dqn
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.sac import SACConfig, make_sac
-from rollax.training import RunConfig, draw_runs, load_run, resume, train
+from rollax.training import SCHEDULES, RunConfig, draw_runs, load_run, resume, train
 
 PPO_SMALL = PPOConfig(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2,
                       hidden_sizes=(16,), total_steps=4096, num_seeds=2)  # fmt: skip
@@ -103,10 +103,13 @@ def test_a_sweep_run_reports_every_member_and_grid_point(tmp_path):
     np.testing.assert_allclose([p["deterministic"] for p in result["points"]], per_member)
     legend = [t.get_text() for t in draw_runs([run_dir]).axes[0].get_legend().get_texts()]
     assert legend == [f"{p} (2 seeds)" for p in points]
-    # A new budget stretches the schedule of the members that have one, and only theirs.
+    # A new budget stretches every member's schedule (2048 / (4 * 32) updates); the members
+    # with a constant learning rate keep it (their schedule's code).
     resume(run_dir, total_steps=2048)
-    updates = np.asarray(load_run(run_dir).state.hparams.schedule_steps)
-    np.testing.assert_array_equal(updates, [16, 16, 0, 0, 16, 16, 0, 0])  # 2048 / (4 * 32)
+    hparams = load_run(run_dir).state.hparams
+    np.testing.assert_array_equal(hparams.schedule_steps, np.full(8, 16.0, np.float32))
+    codes = [SCHEDULES.index(s) for s in ("linear", "linear", "constant", "constant")] * 2
+    np.testing.assert_array_equal(hparams.lr_schedule, np.asarray(codes, np.float32))
     with (run_dir / "metrics.csv").open(newline="") as f:
         assert len(list(csv.DictReader(f))) == 2 * len(rows)
 

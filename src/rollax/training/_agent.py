@@ -17,8 +17,8 @@ environments (docs/design.md §5):
 - the state's layout: which parts are per seed, per shard or shared.
 - a one-seed :class:`Policy` that acts for evaluation and video, threading a recurrent carry.
 - ``metric_names``: the means its iterations report, beyond the episode counts.
-- ``with_budget(state, total_steps)``: what a new budget changes on resume (PPO stretches its
-  learning-rate schedule, DQN its exploration schedule).
+- ``with_budget(state, total_steps)``: what a new budget changes on resume (every agent
+  stretches its learning-rate schedule, DQN its exploration schedule too).
 
 :func:`build_agent` maps them over the members of the state's seed axis (seeds, and with a
 sweep each grid point's seeds: see :mod:`rollax.training`'s sweeps) and over shards, places

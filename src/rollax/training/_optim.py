@@ -73,7 +73,8 @@ class OptimizerConfig:
     optimizer: OptimizerName = "adam"
     """The optax optimizer of every gradient step: adam, adamw (Adam with decoupled weight
     decay), rmsprop (momentum, if any, applied after the scaling, as PyTorch's), radam, lion
-    or sgd (with momentum)."""
+    or sgd (with momentum). Their constants are optax's defaults (RMSProp's decay 0.9, with
+    eps inside the square root)."""
     lr_schedule: ScheduleName = "constant"
     """How the learning rate changes over total_steps: constant; linear (to zero); cosine (to
     zero); warmup_cosine (from zero linearly over warmup_fraction, then cosine to zero).
@@ -100,11 +101,33 @@ class OptimizerConfig:
         """
         if "optimizer" not in data:
             raise ConfigError(
-                f"{where} was written by rollax 0.1.0, before agents named their optimizer"
+                f"{where} has no optimizer field: it was written by rollax 0.1.0, before agents "
+                "named their optimizer"
                 + (" (it has anneal_lr)" if "anneal_lr" in data else "")
                 + ": its checkpoints hold the hyperparameters in a layout this version does "
                 "not restore. Resume or evaluate it with rollax 0.1.0, or train it again."
             )
+
+    def unused_data(self) -> dict[str, str]:
+        """The optimizer values that this configuration's compiled step ignores, and why.
+
+        A member's value of one of these changes nothing (no bound is compiled when every
+        member's ``max_grad_norm`` is 0; weight decay, momentum and warmup apply to some
+        optimizers and schedules only), so population-based training refuses to evolve them.
+        """
+        members = self.member_configs() if hasattr(self, "member_configs") else [self]
+        unused = {}
+        if not any(m.max_grad_norm > 0 for m in members):
+            unused["max_grad_norm"] = (
+                "every member starts at 0, so no bound is compiled in; start one above 0"
+            )
+        if self.optimizer not in _DECAYED:
+            unused["weight_decay"] = f"optimizer={self.optimizer!r} has none (adamw and lion do)"
+        if self.optimizer not in _MOMENTUM:
+            unused["momentum"] = f"optimizer={self.optimizer!r} has none (sgd and rmsprop do)"
+        if not any(m.lr_schedule == "warmup_cosine" for m in members):
+            unused["warmup_fraction"] = "no member's lr_schedule is warmup_cosine"
+        return unused
 
     def validate_optimizer(self) -> None:
         """Raise a ``ValueError`` naming the first optimizer field that does not fit."""
@@ -147,8 +170,9 @@ class OptimizerHyperParams:
             warmup).
         lr_schedule: The schedule's index in :data:`SCHEDULES` (as float32, as every
             hyperparameter is held).
-        schedule_steps: Optimizer steps over which the schedule runs (the budget's; 0: the
-            learning rate stays constant).
+        schedule_steps: Optimizer steps over which the schedule runs: the budget's, for every
+            schedule (a constant one ignores it). 0 (a budget that ends before learning
+            starts): constant, until a resume to a longer budget stretches it.
         warmup_fraction: warmup_cosine's warmup, a fraction of ``schedule_steps``.
         weight_decay: Decoupled weight decay (adamw, lion).
         momentum: Momentum (sgd, rmsprop).
@@ -173,7 +197,7 @@ def optimizer_values(config: OptimizerConfig, schedule_steps: int) -> dict[str, 
     return {
         "learning_rate": config.learning_rate,
         "lr_schedule": SCHEDULES.index(config.lr_schedule),
-        "schedule_steps": schedule_steps if config.lr_schedule != "constant" else 0,
+        "schedule_steps": schedule_steps,
         "warmup_fraction": config.warmup_fraction,
         "weight_decay": config.weight_decay,
         "momentum": config.momentum,
@@ -184,11 +208,9 @@ def optimizer_values(config: OptimizerConfig, schedule_steps: int) -> dict[str, 
 def stretch_schedule(hp: OptimizerHyperParams, schedule_steps: int) -> OptimizerHyperParams:
     """``hp`` with its schedule spanning ``schedule_steps`` optimizer steps, for a new budget.
 
-    Every member with a schedule is stretched; a constant learning rate stays constant.
+    Every member's is stretched (a constant learning rate ignores it).
     """
-    current = hp.schedule_steps
-    stretched = jnp.where(current > 0, jnp.full_like(current, schedule_steps), current)
-    return hp.replace(schedule_steps=stretched)
+    return hp.replace(schedule_steps=jnp.full_like(hp.schedule_steps, schedule_steps))
 
 
 def schedule_multiplier(hp: OptimizerHyperParams, step: jax.Array) -> jax.Array:

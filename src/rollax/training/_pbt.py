@@ -139,16 +139,25 @@ class PBTConfig:
             if name in out:
                 raise ValueError(f"pbt_explore: {name!r} is given twice.")
             if name not in floats:
-                why = (
-                    f"is not a field of {name_of}"
-                    if name not in hints
-                    else "is not a float the agent holds as data (it sets shapes or loop "
-                    "lengths, chooses which code is compiled, or is compiled in as a "
-                    "constant), which every member of one program shares"
-                )
+                if name not in hints:
+                    why = f"is not a field of {name_of}"
+                elif name in getattr(cls, "SWEEPABLE", ()):
+                    why = "is data but not a number, which exploring perturbs (sweep it instead)"
+                else:
+                    why = (
+                        "is not a float the agent holds as data (it sets shapes or loop "
+                        "lengths, chooses which code is compiled, or is compiled in as a "
+                        "constant), which every member of one program shares"
+                    )
                 raise ValueError(
                     f"pbt_explore: {name!r} {why}. Fields {name_of} can evolve: "
                     f"{', '.join(floats) or 'none'}."
+                )
+            unused = config.unused_data() if hasattr(config, "unused_data") else {}
+            if name in unused:
+                raise ValueError(
+                    f"pbt_explore: {name!r} would change nothing in this {name_of}'s compiled "
+                    f"step: {unused[name]}."
                 )
             for member in config.member_configs():
                 value = getattr(member, name)
@@ -157,6 +166,13 @@ class PBTConfig:
                         f"pbt_explore: {name}={value!r} in {name_of} lies outside its bounds "
                         f"[{low}, {high}]; widen them or start inside."
                     )
+                for bound in (low, high):  # a member may reach either: both must be valid
+                    try:
+                        dataclasses.replace(member, **{name: bound}).validate()
+                    except ValueError as e:
+                        raise ValueError(
+                            f"pbt_explore: the bound {name}={bound!r} is not a valid {name_of}: {e}"
+                        ) from None
             out[name] = (low, high)
         return out
 

@@ -364,8 +364,8 @@ def load_run(
 
     Args:
         directory: The run directory.
-        total_steps: A new budget (applied through the agent's ``with_budget``: PPO
-            stretches its learning-rate schedule to it).
+        total_steps: A new budget (applied through the agent's ``with_budget``: its
+            learning-rate schedule, and DQN's exploration, stretch to it).
         for_training: Compile the training programs side by side now, and start a run that
             stopped before its first checkpoint afresh instead of raising.
         devices: Another device count (or ``"all"``): the checkpoint restores straight into
