@@ -1,4 +1,5 @@
-"""Networks: the LAPACK-free orthogonal initializer and the actor-critic's outputs."""
+"""Networks: the LAPACK-free orthogonal initializer, the actor-critic's outputs, and the
+one order of a recurrent step's arguments."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pytest
 
 import rollax
 from rollax.agents.ppo import PPOConfig, make_ppo
-from rollax.networks import ActorCritic, action_distribution, orthogonal
+from rollax.networks import (
+    ActorCritic,
+    RecurrentActorCritic,
+    RecurrentQNetwork,
+    action_distribution,
+    initial_carry,
+    orthogonal,
+)
 
 
 @pytest.mark.parametrize("shape", [(4, 64), (64, 64), (64, 2), (64, 1), (3, 3, 8, 16)])
@@ -113,3 +121,22 @@ def test_trainer_pieces_compose_with_jax_transformations():
     assert seeds.env_steps.shape == (2,)
     shapes = jax.eval_shape(lambda s, k: agent.evaluate(s, k, 4, True), direct, jax.random.key(1))
     assert shapes.shape == (1, 4)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        RecurrentQNetwork(num_actions=3, cell="gru", cell_size=4, hidden_sizes=(4,)),
+        RecurrentActorCritic(action_dim=2, discrete=True, cell="lstm", cell_size=4,
+                             hidden_sizes=(4,), head_size=4),
+    ],
+)  # fmt: skip
+def test_a_recurrent_step_takes_obs_carry_first_and_refuses_them_swapped(module):
+    obs, first = jnp.ones((2, 5)), jnp.array([True, False])
+    carry = initial_carry(module.cell, module.cell_size, 2)
+    params = module.init(jax.random.key(0), obs, carry, first)
+    new_carry, _ = module.apply(params, obs, carry, first)
+    assert jax.tree.structure(new_carry) == jax.tree.structure(carry)
+    # Swapped, the step would reset on a float carry and carry a bool array on.
+    with pytest.raises(TypeError, match=r"takes \(obs, carry, first\).*swapped"):
+        module.apply(params, obs, first, carry)

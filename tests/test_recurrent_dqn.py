@@ -80,7 +80,7 @@ def test_acting_stores_the_carry_before_each_step_and_resets_at_episode_starts()
     carry = qf.initial_carry(NUM_ENVS)
     for t in range(STEPS):
         np.testing.assert_allclose(data.carry[:, t], carry, atol=1e-6)
-        carry, _ = apply(learner.params, data.obs[:, t], data.first[:, t], carry)
+        carry, _ = apply(learner.params, data.obs[:, t], carry, data.first[:, t])
     # A reset is visible: some episode's first observation met a nonzero carry.
     starts = data.first[:, 1:]
     assert np.abs(data.carry[:, 1:][starts]).max() > 0.1
@@ -102,10 +102,10 @@ def _reference_targets(qf, learner, seq, config: DQNConfig) -> np.ndarray:
         carry = jax.tree.map(lambda x: x[:1], seq.carry)  # the first step's, batch of 1
         values = []
         for t in range(len(seq.reward)):
-            carry, _ = apply(params, seq.obs[t][None], seq.first[t][None], carry)
+            carry, _ = apply(params, seq.obs[t][None], carry, seq.first[t][None])
             # The successor (final_obs at an episode end) meets the carry after the step:
             # the ended episode's own carry, never a reset one.
-            _, q_next = apply(params, seq.next_obs[t][None], np.zeros(1, bool), carry)
+            _, q_next = apply(params, seq.next_obs[t][None], carry, np.zeros(1, bool))
             values.append(np.asarray(q_next[0]))
         return np.stack(values)[config.burn_in :]
 
@@ -151,7 +151,7 @@ def test_a_truncated_step_bootstraps_under_the_ended_episode_s_carry():
         seq = jax.tree.map(lambda x, i=i: x[i], batch)
         step = PROBE.burn_in + t
         fresh = qf.initial_carry(1)
-        q_fresh = [qf.apply(p, seq.next_obs[step][None], np.ones(1, bool), fresh)[1][0]
+        q_fresh = [qf.apply(p, seq.next_obs[step][None], fresh, np.ones(1, bool))[1][0]
                    for p in (learner.params, learner.target_params)]  # fmt: skip
         wrong = seq.reward[step] + PROBE.gamma * float(q_fresh[1][int(np.argmax(q_fresh[0]))])
         assert abs(targets[i, t] - wrong) > 1e-3

@@ -147,11 +147,11 @@ def feedforward_act(act: Callable[..., tuple[jax.Array, Any]]) -> Callable[..., 
     """A feed-forward learner's ``act`` in the driver's interface (with a carry).
 
     ``act(learner, explore, obs, key, env_steps) -> (action, explore)`` becomes the driver's
-    ``(learner, explore, obs, first, carry, key, env_steps) -> (action, explore, carry)``.
+    ``(learner, explore, obs, carry, first, key, env_steps) -> (action, explore, carry)``.
     """
 
     def with_carry(
-        learner: Any, explore: Any, obs: Any, first: jax.Array, carry: Any, key: PRNGKey,
+        learner: Any, explore: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey,
         env_steps: jax.Array,
     ) -> tuple[jax.Array, Any, Any]:  # fmt: skip
         action, explore = act(learner, explore, obs, key, env_steps)
@@ -164,11 +164,11 @@ def feedforward_policy_act(policy_act: Callable[..., jax.Array]) -> Callable[...
     """A feed-forward learner's ``policy_act`` in the driver's interface (with a carry).
 
     ``policy_act(learner, obs, key, deterministic) -> action`` becomes the driver's
-    ``(learner, obs, first, carry, key, deterministic) -> (action, carry)``.
+    ``(learner, obs, carry, first, key, deterministic) -> (action, carry)``.
     """
 
     def with_carry(
-        learner: Any, obs: Any, first: jax.Array, carry: Any, key: PRNGKey, deterministic: bool
+        learner: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey, deterministic: bool
     ) -> tuple[jax.Array, Any]:
         return policy_act(learner, obs, key, deterministic), carry
 
@@ -311,7 +311,7 @@ def make_offpolicy_iteration(
         layout: The run's layout (the statistics average over the seed's shards).
         env: One shard's batch.
         buffer: The shard's replay (:func:`replay_buffer`).
-        act: ``(learner, explore, obs, first, carry, key, env_steps) -> (action, explore,
+        act: ``(learner, explore, obs, carry, first, key, env_steps) -> (action, explore,
             carry)``: ``obs`` leaves ``(E, ...)`` (normalized if asked), ``first`` bool
             ``(E,)`` (the observation opens an episode), ``carry`` the learner's carry
             (``()`` for a feed-forward learner), ``env_steps`` int32 ``()``.
@@ -341,7 +341,7 @@ def make_offpolicy_iteration(
         key, act_key = jax.random.split(state.key)
         seen = observe(state.obs_stats, state.obs)
         action, explore, carry = act(
-            state.learner, state.explore, seen, state.first, state.carry, act_key,
+            state.learner, state.explore, seen, state.carry, state.first, act_key,
             state.env_steps,
         )  # fmt: skip
         env_state, ts = env.step(
@@ -470,7 +470,7 @@ def build_offpolicy_agent(
         act: As :func:`make_offpolicy_iteration`'s.
         learn: As :func:`make_offpolicy_iteration`'s.
         metric_names: ``learn``'s metrics.
-        policy_act: ``(learner, obs, first, carry, key, deterministic) -> (action,
+        policy_act: ``(learner, obs, carry, first, key, deterministic) -> (action,
             carry)`` of one seed for evaluation and video (``obs`` as the learner sees them,
             ``(B, ...)``; ``first`` and ``carry`` as in ``act``).
         with_budget: The resume hook for a new budget.
@@ -500,7 +500,7 @@ def build_offpolicy_agent(
         deterministic: bool,
     ) -> tuple[jax.Array, Any]:
         seen = observe_for_policy(state, obs, config.normalize_obs)
-        return policy_act(state.learner, seen, first, carry, key, deterministic)
+        return policy_act(state.learner, seen, carry, first, key, deterministic)
 
     to_checkpoint, from_checkpoint = checkpoint_hooks(
         config, layout, buffer, obs_spec, env, initial_carry

@@ -95,12 +95,21 @@ class _Recurrent(nn.Module):
         """Observations ``(..., *shape)`` -> float32 features ``(..., hidden_sizes[-1])``."""
         return self.torso(obs)
 
-    def step(self, carry: Any, features: jax.Array, first: jax.Array) -> tuple[Any, jax.Array]:
+    def step(self, features: jax.Array, carry: Any, first: jax.Array) -> tuple[Any, jax.Array]:
         """One cell step of ``B`` sequences: ``(carry, y (B, cell_size))``.
 
         ``carry`` is reset to its initial value first where ``first`` (bool ``(B,)``) marks
         an episode's first observation.
+
+        Raises:
+            TypeError: ``first`` is not bool, as when a carry and ``first`` are swapped (a
+                recurrent step is ``(obs, carry, first)`` everywhere in rollax).
         """
+        if jnp.asarray(first).dtype != jnp.bool_:
+            raise TypeError(
+                f"A recurrent step takes (obs, carry, first), first bool (B,); got first of "
+                f"dtype {jnp.asarray(first).dtype}: are carry and first swapped?"
+            )
         fresh = initial_carry(self.cell, self.cell_size, features.shape[0])
         return self.core(reset_carry(carry, first, fresh), features)
 
@@ -166,9 +175,9 @@ class RecurrentActorCritic(_Recurrent):
         """Cell outputs ``(..., cell_size)`` -> ``(logits_or_mean, log_std, value)``."""
         return self.heads(y)
 
-    def __call__(self, carry: Any, obs: Any, first: jax.Array) -> tuple[Any, tuple]:
+    def __call__(self, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, tuple]:
         """One whole step of ``B`` sequences: ``(carry, (logits_or_mean, log_std, value))``."""
-        carry, y = self.step(carry, self.encode(obs), first)
+        carry, y = self.step(self.encode(obs), carry, first)
         return carry, self.outputs(y)
 
 
@@ -222,7 +231,7 @@ class RecurrentQNetwork(_Recurrent):
         """Cell outputs ``(..., cell_size)`` -> float32 Q-values ``(..., num_actions)``."""
         return self.head(y)
 
-    def __call__(self, carry: Any, obs: Any, first: jax.Array) -> tuple[Any, jax.Array]:
+    def __call__(self, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, jax.Array]:
         """One whole step of ``B`` sequences: ``(carry, q (B, num_actions))``."""
-        carry, y = self.step(carry, self.encode(obs), first)
+        carry, y = self.step(self.encode(obs), carry, first)
         return carry, self.q_values(y)

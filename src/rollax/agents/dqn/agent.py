@@ -195,10 +195,10 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         )
 
     def epsilon_greedy(
-        params: Any, obs: Any, first: jax.Array, carry: Any, key: PRNGKey, eps: jax.Array
+        params: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey, eps: jax.Array
     ) -> tuple[jax.Array, Any]:
         """int32 ``(B,)`` actions, greedy or uniform with probability ``eps``; the carry."""
-        carry, q = network.apply(params, obs, first, carry)
+        carry, q = network.apply(params, obs, carry, first)
         greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
         k_explore, k_action = jax.random.split(key)
         batch = greedy.shape
@@ -210,13 +210,13 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         learner: DQNLearner,
         explore: None,
         obs: Any,
-        first: jax.Array,
         carry: Any,
+        first: jax.Array,
         key: PRNGKey,
         env_steps: jax.Array,
     ) -> tuple:
         eps = epsilon(learner.hparams, env_steps)
-        action, carry = epsilon_greedy(learner.params, obs, first, carry, key, eps)
+        action, carry = epsilon_greedy(learner.params, obs, carry, first, key, eps)
         return action, explore, carry
 
     recurrent = config.recurrent != "none"
@@ -232,7 +232,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         return ret.reward + ret.discount * bootstrap
 
     def q_of(params: Any, obs: Any) -> jax.Array:
-        return network.apply(params, obs, None, ())[1]
+        return network.apply(params, obs, (), None)[1]
 
     def window_loss(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
         """The loss of windows ``(B, n_step, ...)``: the first step's TD error."""
@@ -262,7 +262,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         replayed = replay(learner, batch)
         steps = replayed.steps
         online = network.unroll(
-            learner.params, steps.obs, steps.first, replayed.online_start, steps.next_obs
+            learner.params, steps.obs, replayed.online_start, steps.first, steps.next_obs
         )
         target = sequence_targets(config, replayed, online.successor_q, learner.hparams.gamma)
         return target.T
@@ -293,14 +293,14 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     def policy_act(
         learner: DQNLearner,
         obs: Any,
-        first: jax.Array,
         carry: Any,
+        first: jax.Array,
         key: PRNGKey,
         deterministic: bool,
     ) -> tuple[jax.Array, Any]:
         """Greedy actions, or epsilon-greedy ones at the final epsilon: int32 ``(B,)``."""
         eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
-        return epsilon_greedy(learner.params, obs, first, carry, key, eps)
+        return epsilon_greedy(learner.params, obs, carry, first, key, eps)
 
     def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
         """Stretch the exploration and learning-rate schedules to a new budget."""
@@ -318,7 +318,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             seen = observe_for_policy(state, obs, config.normalize_obs)
             batch = jax.tree.leaves(seen)[0].shape[0]
             first = jnp.ones((batch,), bool)
-            return network.apply(state.learner.params, seen, first, network.initial_carry(batch))[1]
+            return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
 
         return map_seeds(one_seed, layout.num_seeds, (LAYOUT, "seed"))(state, obs)
 

@@ -1,4 +1,4 @@
-"""DQN's Q-network behind one interface: ``(params, obs, first, carry) -> (carry, q)``.
+"""DQN's Q-network behind one interface: ``(params, obs, carry, first) -> (carry, q)``.
 
 Acting, evaluation and video call ``QFunction.apply`` one step at a time, so a recurrent
 Q-network fills the same interface as a feed-forward one: ``carry`` is its hidden state
@@ -49,10 +49,10 @@ class QFunction(NamedTuple):
         init: ``(key, obs) -> params`` for one observation ``obs`` (no batch axis).
         initial_carry: ``batch -> carry``: the carry of ``batch`` environments at an
             episode's start, leaves ``(batch, ...)``; ``()`` for a feed-forward network.
-        apply: ``(params, obs, first, carry) -> (carry, q)``: one step of ``B``
+        apply: ``(params, obs, carry, first) -> (carry, q)``: one step of ``B``
             environments, ``obs`` leaves ``(B, ...)``, ``first`` bool ``(B,)``, ``q``
             float32 ``(B, A)``.
-        unroll: A recurrent network's ``(params, obs, first, carry, next_obs=None) ->``
+        unroll: A recurrent network's ``(params, obs, carry, first, next_obs=None) ->``
             :class:`Unrolled` over time-major sequences: ``obs`` and ``next_obs`` leaves
             ``(T, B, ...)``, ``first`` bool ``(T, B)``, ``carry`` the carry before the first
             step. The carry is reset before every step whose ``first`` is set, as in
@@ -61,14 +61,14 @@ class QFunction(NamedTuple):
 
     init: Callable[[PRNGKey, Any], Any]
     initial_carry: Callable[[int], Any]
-    apply: Callable[[Any, Any, jax.Array, Any], tuple[Any, jax.Array]]
+    apply: Callable[[Any, Any, Any, jax.Array], tuple[Any, jax.Array]]
     unroll: Callable[..., Unrolled] | None
 
 
 def feedforward_q(module: QNetwork) -> QFunction:
     """A :class:`~rollax.networks.QNetwork` as a :class:`QFunction` (``carry = ()``)."""
 
-    def apply(params: Any, obs: Any, first: jax.Array, carry: Any) -> tuple[Any, jax.Array]:
+    def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, jax.Array]:
         return carry, module.apply(params, obs)
 
     return QFunction(init=module.init, initial_carry=no_carry, apply=apply, unroll=None)
@@ -86,18 +86,19 @@ def recurrent_q(module: RecurrentQNetwork) -> QFunction:
 
     def init(key: PRNGKey, obs: Any) -> Any:
         batched = jax.tree.map(lambda x: x[None], obs)
-        return module.init(key, fresh(1), batched, jnp.ones(1, jnp.bool_))
+        return module.init(key, batched, fresh(1), jnp.ones(1, jnp.bool_))
 
-    def apply(params: Any, obs: Any, first: jax.Array, carry: Any) -> tuple[Any, jax.Array]:
-        return module.apply(params, carry, obs, first)
+    def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, jax.Array]:
+        return module.apply(params, obs, carry, first)
 
     def unroll(
-        params: Any, obs: Any, first: jax.Array, carry: Any, next_obs: Any = None
+        params: Any, obs: Any, carry: Any, first: jax.Array, next_obs: Any = None
     ) -> Unrolled:
         features = module.apply(params, obs, method="encode")
 
         def step(c: Any, xs: tuple) -> tuple:
-            c, y = module.apply(params, c, *xs, method="step")
+            features_t, first_t = xs
+            c, y = module.apply(params, features_t, c, first_t, method="step")
             return c, (y, c)
 
         end, (y, carries) = jax.lax.scan(step, carry, (features, first))
@@ -110,8 +111,8 @@ def recurrent_q(module: RecurrentQNetwork) -> QFunction:
         next_features = flat(module.apply(params, next_obs, method="encode"))
         _, y_next = module.apply(
             params,
-            jax.tree.map(flat, carries),
             next_features,
+            jax.tree.map(flat, carries),
             jnp.zeros(t * b, jnp.bool_),
             method="step",
         )

@@ -66,10 +66,10 @@ def replay_sequences(
     def burned_in(p: Any) -> Any:
         if not burn_in:
             return start
-        return jax.lax.stop_gradient(network.unroll(p, head.obs, head.first, start).carry)
+        return jax.lax.stop_gradient(network.unroll(p, head.obs, start, head.first).carry)
 
     target = network.unroll(
-        target_params, steps.obs, steps.first, burned_in(target_params), steps.next_obs
+        target_params, steps.obs, burned_in(target_params), steps.first, steps.next_obs
     )
     return SequenceReplay(steps, burned_in(params), jax.lax.stop_gradient(target.successor_q))
 
@@ -116,7 +116,7 @@ def sequence_loss(
     steps = replay.steps
 
     def loss_fn(params: Any) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-        out = network.unroll(params, steps.obs, steps.first, replay.online_start, steps.next_obs)
+        out = network.unroll(params, steps.obs, replay.online_start, steps.first, steps.next_obs)
         target = sequence_targets(config, replay, jax.lax.stop_gradient(out.successor_q), gamma)
         t, b = target.shape
         loss, td_error = q_learning_loss(

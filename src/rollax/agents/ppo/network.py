@@ -86,16 +86,17 @@ def recurrent_network(module: RecurrentActorCritic) -> PolicyNetwork:
 
     def init(key: PRNGKey, obs: Any) -> Any:
         batched = jax.tree.map(lambda x: x[None], obs)
-        return module.init(key, fresh(1), batched, jnp.ones(1, jnp.bool_))
+        return module.init(key, batched, fresh(1), jnp.ones(1, jnp.bool_))
 
     def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, Any, jax.Array]:
         features = module.apply(params, obs, method="encode")
         if first.ndim == 1:
-            carry, y = module.apply(params, carry, features, first, method="step")
+            carry, y = module.apply(params, features, carry, first, method="step")
         else:
 
             def step(c: Any, xs: tuple) -> tuple:
-                return module.apply(params, c, *xs, method="step")
+                features_t, first_t = xs
+                return module.apply(params, features_t, c, first_t, method="step")
 
             carry, y = jax.lax.scan(step, carry, (features, first))
         out, log_std, value = module.apply(params, y, method="outputs")
