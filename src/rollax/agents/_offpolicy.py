@@ -315,12 +315,14 @@ def make_offpolicy_iteration(
             carry)``: ``obs`` leaves ``(E, ...)`` (normalized if asked), ``first`` bool
             ``(E,)`` (the observation opens an episode), ``carry`` the learner's carry
             (``()`` for a feed-forward learner), ``env_steps`` int32 ``()``.
-        learn: ``(learner, batch, weight, key) -> (learner, metrics, priority)``:
-            ``batch`` a :class:`Transition` with leaves ``(batch_size / num_shards,
-            replay_length, ...)`` (observations normalized if asked; with ``first`` and
-            ``carry`` for a recurrent learner), ``weight`` float32 importance weights
-            (ones without prioritized replay), ``metrics`` a dict of float32 scalars,
-            ``priority`` float32 new priorities. Its gradient step averages over the shards.
+        learn: ``(learner, batch, weight, key) -> (learner, metrics)``, and with prioritized
+            replay ``-> (learner, metrics, priority)``: ``batch`` a :class:`Transition` with
+            leaves ``(batch_size / num_shards, replay_length, ...)`` (observations
+            normalized if asked; with ``first`` and ``carry`` for a recurrent learner),
+            ``weight`` float32 importance weights (ones without prioritized replay),
+            ``metrics`` a dict of float32 scalars, ``priority`` float32 new priorities (asked
+            for only when the replay is prioritized). Its gradient step averages over the
+            shards.
         metric_names: The names of ``learn``'s metrics (zeros while learning waits).
         importance_exponent: ``learner -> beta`` for prioritized sampling (its
             hyperparameter); ``None`` for uniform replay.
@@ -390,9 +392,11 @@ def make_offpolicy_iteration(
                 obs=observe(state.obs_stats, sample.item.obs),
                 next_obs=observe(state.obs_stats, sample.item.next_obs),
             )
-            learner, metrics, priority = learn(learner, batch, sample.weight, k_learn)
             if buffer.prioritized:
+                learner, metrics, priority = learn(learner, batch, sample.weight, k_learn)
                 replay = buffer.update_priorities(replay, sample.index, priority)
+            else:
+                learner, metrics = learn(learner, batch, sample.weight, k_learn)
             return (learner, replay), metrics
 
         (learner, replay), metrics = jax.lax.scan(

@@ -267,9 +267,11 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         target = sequence_targets(config, replayed, online.successor_q, learner.hparams.gamma)
         return target.T
 
-    def learn(
-        learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey
-    ) -> tuple[DQNLearner, dict[str, jax.Array], jax.Array]:
+    def learn(learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey) -> tuple:
+        """One gradient step: ``(learner, metrics)``.
+
+        With prioritized replay, also the windows' new priorities, float32 ``(B,)``.
+        """
         hp = learner.hparams
         loss_fn = loss_of(learner, batch, weight)
         (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
@@ -288,7 +290,9 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             params=params, target_params=target_params, opt_state=opt_state, steps=steps
         )
         metrics = {"td_loss": loss, "q_value": q_taken.mean()}
-        return learner, metrics, priority
+        if config.prioritized:
+            return learner, metrics, priority
+        return learner, metrics
 
     def policy_act(
         learner: DQNLearner,

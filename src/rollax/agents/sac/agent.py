@@ -231,7 +231,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
     def learn(
         learner: SACLearner, batch: Transition, weight: jax.Array, key: PRNGKey
-    ) -> tuple[SACLearner, dict[str, jax.Array], jax.Array]:
+    ) -> tuple[SACLearner, dict[str, jax.Array]]:
         hp, params = learner.hparams, learner.params
         weights = optimizer.transformation(hp, learner.steps)
         k_next, k_actor = jax.random.split(key)
@@ -294,7 +294,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             "entropy": -log_prob.mean(),
             "q_value": q.mean(),
         }
-        return learner, metrics, jnp.zeros_like(weight)
+        return learner, metrics
 
     def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
         """Stretch the learning-rate schedule to a new budget."""
