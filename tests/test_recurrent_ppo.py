@@ -127,7 +127,7 @@ def test_the_first_epoch_replays_the_rollout_s_probabilities(
     # whatever sequences the rollout is cut into.
     agent, state, records = rollout_after_training
     assert np.asarray(records.terminated).any() and not np.asarray(records.first).all()
-    steps = (records.obs, records.first, records.action, records.log_prob)
+    steps = (records.obs, records.first, records.action, records.extras["log_prob"])
     sequences = rollout_sequences(
         steps, records.obs, records.carry, records.first, chunk_length or 32, burn_in
     )

@@ -1,15 +1,41 @@
 """The agents, each registered with the training layer under its name.
 
-:class:`OffPolicyConfig` holds the fields every off-policy configuration (DQN's, SAC's)
-shares; :func:`with_defaults` gives a subclass its own defaults for them.
+Two drivers hold what agents of a kind share. The on-policy one (PPO, PQN) owns rollouts,
+the epochs of minibatches over them and their bootstraps: an algorithm gives it an
+:class:`OnPolicyLearner` and :func:`build_onpolicy_agent` does the rest, with the fields of
+:class:`OnPolicyConfig`. The off-policy one (DQN, SAC) owns acting into a replay buffer and
+learning from it, with the fields of :class:`OffPolicyConfig`. :func:`with_defaults` gives a
+configuration subclass its own defaults for the fields it inherits.
 """
 
 from rollax.agents import dqn, ppo, sac
 from rollax.agents._offpolicy_config import OffPolicyConfig
+from rollax.agents._onpolicy import (
+    OnPolicyAgent,
+    OnPolicyLearner,
+    OnPolicyState,
+    Rollout,
+    build_onpolicy_agent,
+    onpolicy_env,
+)
+from rollax.agents._onpolicy_config import OnPolicyConfig
 from rollax.training import with_defaults
 from rollax.training._registry import Algorithm, register
 
-__all__ = ["OffPolicyConfig", "dqn", "ppo", "sac", "with_defaults"]
+__all__ = [
+    "OffPolicyConfig",
+    "OnPolicyAgent",
+    "OnPolicyConfig",
+    "OnPolicyLearner",
+    "OnPolicyState",
+    "Rollout",
+    "build_onpolicy_agent",
+    "dqn",
+    "onpolicy_env",
+    "ppo",
+    "sac",
+    "with_defaults",
+]
 
 register(
     Algorithm(
@@ -38,5 +64,3 @@ register(
         presets=sac.PRESETS,
     )
 )
-
-__all__: list[str] = []

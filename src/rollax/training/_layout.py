@@ -214,6 +214,34 @@ class Layout:
             check_vma=False,
         )
 
+    def on_every_shard(
+        self, fn: Callable[[Any], tuple[Any, Any]], state_layout: Any, env: Any, num_envs: int
+    ) -> Callable[[Any], tuple[Any, Any]]:
+        """``fn(state) -> (state, out)`` of one shard, run on a whole training state.
+
+        For an agent's inspection helpers (one rollout without an update): every seed's
+        shards run ``fn`` with their slice of the state and of its environment params.
+
+        Args:
+            fn: One shard's function of its state.
+            state_layout: The state's layout (its ``env_params`` tagged
+                :data:`ENV_PARAMS`).
+            env: One shard's environments (for their default params).
+            num_envs: Environments per seed.
+
+        Returns:
+            ``state -> (state, out)`` on the whole state; ``out`` leaves lead with
+            ``(num_seeds, num_shards)``.
+        """
+
+        def run(state: Any) -> tuple[Any, Any]:
+            view, tags = self.env_params_view(state.env_params, env.default_params, num_envs)
+            tagged = state_layout.replace(env_params=tags)
+            new, out = self.map(fn, (tagged,), (tagged, SHARD))(state.replace(env_params=view))
+            return new.replace(env_params=state.env_params), out
+
+        return run
+
     def env_params_view(self, params: Any, default: Any, num_envs: int) -> tuple[Any, Any]:
         """Environment params as the mapped pieces take them, with their layout.
 

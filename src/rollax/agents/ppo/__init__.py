@@ -3,16 +3,16 @@
 A configuration, presets, a pure loss, minibatches and their replay, and an agent.
 """
 
-from rollax.agents.ppo.agent import LAYOUT, PPO, PPOHyperParams, PPOState, Rollout, make_ppo
-from rollax.agents.ppo.config import PRESETS, PPOConfig
-from rollax.agents.ppo.losses import PPOLossTerms, ppo_loss
-from rollax.agents.ppo.minibatches import (
+from rollax.agents._minibatches import (
     Sequences,
     replay,
     rollout_sequences,
     shuffled_samples,
     shuffled_sequences,
 )
+from rollax.agents.ppo.agent import LAYOUT, PPO, PPOHyperParams, PPOState, Rollout, make_ppo
+from rollax.agents.ppo.config import PRESETS, PPOConfig
+from rollax.agents.ppo.losses import PPOLossTerms, ppo_loss
 from rollax.agents.ppo.network import (
     PolicyNetwork,
     feedforward_network,

@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Literal
 
-from rollax.networks import CELLS, Activation
-from rollax.training import (
-    OPTIMIZER_DATA,
-    OptimizerConfig,
-    ScaleConfig,
-    check_budget,
-    with_defaults,
-)
-from rollax.training._validate import check_activation, check_fields, check_widths
+from rollax.agents._onpolicy_config import OnPolicyConfig
+from rollax.training import OPTIMIZER_DATA, with_defaults
+from rollax.training._validate import check_fields
 
 __all__ = ["PPOConfig", "PRESETS"]
 
 
 @dataclasses.dataclass(frozen=True)
 @with_defaults(learning_rate=2.5e-3, lr_schedule="linear", max_grad_norm=0.5)
-class PPOConfig(OptimizerConfig, ScaleConfig):
+class PPOConfig(OnPolicyConfig):
     """Configuration of a PPO training run.
 
+    The rollouts, epochs and network shape are :class:`rollax.agents.OnPolicyConfig`'s.
     Sizes and switches are static (changing them compiles again). The hyperparameters
     (learning rate, coefficients, discount) are only defaults: the trainer copies them into
     the training state, where they are data and may differ per seed.
@@ -38,19 +33,6 @@ class PPOConfig(OptimizerConfig, ScaleConfig):
         "reward_scale",
     )
 
-    num_envs: int = 8
-    """Environments stepped in parallel per seed."""
-    num_steps: int = 64
-    """Steps per environment in each rollout; a rollout holds num_envs * num_steps transitions."""
-    total_steps: int = 131_072
-    """Environment steps per seed that the learning-rate schedule spans; a multiple of
-    num_envs * num_steps."""
-    num_epochs: int = 4
-    """Passes over each rollout during an update."""
-    num_minibatches: int = 4
-    """Minibatches per epoch; must divide num_envs * num_steps."""
-    gamma: float = 0.99
-    """Discount factor."""
     gae_lambda: float = 0.95
     """GAE's lambda."""
     clip_eps: float = 0.2
@@ -66,140 +48,35 @@ class PPOConfig(OptimizerConfig, ScaleConfig):
     reward_scaling): keeps values of order one where returns are large, so that the value
     loss does not swamp the policy's gradient in a shared encoder. Reported returns are
     unscaled."""
-    normalize_obs: bool = False
-    """Normalize observations with running statistics kept in the training state (off for
-    CartPole, whose observations are already of order one and whose late, narrow state
-    distribution would keep moving the statistics under a converged policy)."""
     normalize_advantages: bool = True
     """Standardize advantages within each minibatch."""
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """Widths of the hidden layers of the actor and of the critic."""
-    activation: Activation = "tanh"
-    """Activation of the hidden layers: tanh, relu, gelu or swish."""
     actor_keys: tuple[str, ...] = ()
     """Dict observations: the keys the actor reads (empty: every key but privileged_state)."""
     critic_keys: tuple[str, ...] = ()
     """Dict observations: the keys the critic reads (empty: every key)."""
-    augment_pixels: bool = False
-    """Randomly shift the images of each update minibatch by up to shift_pad pixels (DrQ)."""
-    shift_pad: int = 4
-    """Largest shift of augment_pixels, in pixels."""
     image_encoder: Literal["cnn", "flatten"] = "cnn"
     """Dict observations: ``"cnn"`` encodes each image with a CNN that actor and critic
     share; ``"flatten"`` feeds each image, scaled to [0, 1] and flattened, to the actor's and
     the critic's MLPs, which then share nothing (small boards such as MinAtar's 10x10)."""
     encoder_layer_norm: bool = False
     """Dict observations: per-channel layer normalization in the CNN encoders."""
-    frame_stack: int = 1
-    """Observe the last frame_stack observations stacked on the last axis (rollax.make's
-    option; applied when the trainer builds the environment from its id). 1: off."""
-    action_repeat: int = 1
-    """Repeat each action this many dynamics steps, rendering once (rollax.make's option;
-    applied when the trainer builds the environment from its id). 1: off."""
-    recurrent: Literal["none", "gru", "lstm"] = "none"
-    """A recurrent cell between the encoder (an MLP of hidden_sizes, after the image
-    encoders for dict observations) and the actor and critic heads: gru or lstm. Its carry
-    resets at every episode start. none: a feed-forward actor-critic."""
-    cell_size: int = 128
-    """Recurrent: features of the cell's state."""
-    chunk_length: int = 0
-    """Recurrent: the loss replays contiguous chunks of this many steps of one environment,
-    each from the carry stored at its start (divides num_steps). 0: whole rollouts of
-    num_steps."""
-    burn_in: int = 0
-    """Recurrent: steps before each chunk replayed without gradient to refresh its start
-    carry under the current parameters (0: none; a chunk at the rollout's start uses the
-    stored carry)."""
-
-    @property
-    def batch_size(self) -> int:
-        """Transitions per rollout per seed: num_envs * num_steps."""
-        return self.num_envs * self.num_steps
-
-    @property
-    def sequences_per_shard(self) -> int:
-        """Recurrent: sequences a shard's rollout is cut into for the loss."""
-        return (
-            self.num_envs
-            // self.num_shards
-            * (self.num_steps // (self.chunk_length or self.num_steps))
-        )
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
-        check_fields(
-            self, "positive_int", "num_envs", "num_steps", "total_steps", "num_epochs",
-            "num_minibatches", "frame_stack", "action_repeat",
-        )  # fmt: skip
-        self.validate_scale(("num_envs",))
-        self.validate_optimizer()
+        self.validate_onpolicy()
         check_fields(self, "positive", "clip_eps", "reward_scale")
         check_fields(self, "non_negative", "ent_coef")
         # vf_coef = 0 would leave the critic untrained, and the advantages meaningless.
         check_fields(self, "positive", "vf_coef")
-        check_fields(self, "unit_interval", "gamma", "gae_lambda")
-        self._validate_recurrent()
-        shard_batch = self.batch_size // self.num_shards
-        if self.recurrent == "none" and shard_batch % self.num_minibatches:
-            divisors = [d for d in range(1, min(shard_batch, 64) + 1) if shard_batch % d == 0]
-            per_shard = " per shard" if self.num_shards > 1 else ""
-            raise ValueError(
-                f"PPOConfig.num_minibatches={self.num_minibatches} must divide the rollout "
-                f"size{per_shard} num_envs * num_steps"
-                f"{' / num_shards' if self.num_shards > 1 else ''} = {shard_batch}; valid "
-                f"values include {divisors}."
-            )
-        check_budget(
-            self.total_steps,
-            self.batch_size,
-            "PPOConfig.total_steps",
-            "rollouts of num_envs * num_steps",
-        )
-        check_activation(self)
+        check_fields(self, "unit_interval", "gae_lambda")
         if self.image_encoder not in ("cnn", "flatten"):
             raise ValueError(
                 f"PPOConfig.image_encoder must be 'cnn' or 'flatten', got {self.image_encoder!r}."
             )
-        check_fields(self, "non_negative_int", "shift_pad")
         for name in ("actor_keys", "critic_keys"):
             keys = getattr(self, name)
             if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):
                 raise ValueError(f"PPOConfig.{name} must be a tuple of str, got {keys!r}.")
-        check_widths(self)
-
-    def _validate_recurrent(self) -> None:
-        if self.recurrent not in ("none", *CELLS):
-            raise ValueError(
-                f"PPOConfig.recurrent must be 'none', 'gru' or 'lstm', got {self.recurrent!r}."
-            )
-        check_fields(self, "positive_int", "cell_size")
-        check_fields(self, "non_negative_int", "chunk_length", "burn_in")
-        if self.recurrent == "none":
-            return
-        if self.chunk_length and self.num_steps % self.chunk_length:
-            divisors = [d for d in range(1, self.num_steps + 1) if self.num_steps % d == 0]
-            raise ValueError(
-                f"PPOConfig.chunk_length={self.chunk_length} must divide num_steps="
-                f"{self.num_steps} (or be 0 for whole rollouts); valid values include "
-                f"{divisors[-8:]}."
-            )
-        if self.burn_in >= self.num_steps:
-            raise ValueError(
-                f"PPOConfig.burn_in={self.burn_in} must be below num_steps={self.num_steps}."
-            )
-        sequences = self.sequences_per_shard
-        if sequences % self.num_minibatches:
-            divisors = [d for d in range(1, sequences + 1) if sequences % d == 0]
-            raise ValueError(
-                f"PPOConfig.num_minibatches={self.num_minibatches} must divide the sequences "
-                f"of a shard's rollout, num_envs / num_shards * num_steps / chunk_length = "
-                f"{sequences} (the recurrent loss replays whole sequences); valid values "
-                f"include {divisors[:8]}."
-            )
-
-    def replace(self, **changes: Any) -> PPOConfig:
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)
 
 
 _MINATAR = PPOConfig(

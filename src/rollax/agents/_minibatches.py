@@ -1,4 +1,4 @@
-"""How PPO cuts one shard's rollout into minibatches, and how its loss replays them.
+"""How an on-policy agent cuts one shard's rollout into minibatches, and replays them.
 
 Minibatches are shuffled samples, or shuffled sequences.
 
@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rollax.agents.ppo.network import PolicyNetwork
 from rollax.networks import reset_carry
 from rollax.types import PRNGKey
 
@@ -145,13 +144,13 @@ def shuffled_sequences(key: PRNGKey, sequences: Sequences, num_minibatches: int)
 
 
 def replay(
-    network: PolicyNetwork,
+    network: Any,
     params: Any,
     minibatch: Sequences,
     observe: Callable[[Any], Any] = lambda obs: obs,
     augment: Callable[[Any], Any] | None = None,
-) -> tuple[Any, jax.Array]:
-    """The network's distribution and values on a minibatch, as the loss sees them.
+) -> tuple[Any, ...]:
+    """The network's outputs on a minibatch, as the loss sees them.
 
     Samples (``steps`` leaves ``(B, ...)``, no carry) go through the network at once.
     Sequences (``steps`` leaves ``(L, S, ...)``) are replayed from their stored start
@@ -159,7 +158,9 @@ def replay(
     refreshed those carries under ``params``, without gradient.
 
     Args:
-        network: The policy network.
+        network: The agent's network: ``apply(params, obs, carry, first) -> (carry,
+            *outputs)`` (PPO's :class:`~rollax.agents.ppo.PolicyNetwork`: the distribution
+            and the value).
         params: Its parameters.
         minibatch: One minibatch; ``steps[0]`` are the observations, ``steps[1]`` the
             pre-step ``first`` flags.
@@ -167,7 +168,8 @@ def replay(
         augment: Applied to the observations before ``observe`` (not to burn-in's).
 
     Returns:
-        ``(distribution, value)`` with the leading axes of ``steps``.
+        The network's outputs after the carry (PPO's ``(distribution, value)``), with the
+        leading axes of ``steps``.
     """
     carry = minibatch.carry
     if jax.tree.leaves(minibatch.burn_first):
@@ -182,5 +184,4 @@ def replay(
     obs, first = minibatch.steps[0], minibatch.steps[1]
     if augment is not None:
         obs = augment(obs)
-    _, dist, value = network.apply(params, observe(obs), carry, first)
-    return dist, value
+    return network.apply(params, observe(obs), carry, first)[1:]

@@ -1,0 +1,460 @@
+"""What on-policy agents share: rollouts, epochs of minibatches over them, and bootstraps.
+
+An on-policy agent (PPO, PQN) provides an :class:`OnPolicyLearner`: its network, how it
+acts on the network's outputs, the value of an observation, the targets it learns from a
+rollout and its loss on a minibatch. :func:`build_onpolicy_agent` supplies the rest:
+
+- :class:`OnPolicyState`: parameters, optimizer state and hyperparameters with the
+  environments, observation statistics, keys and counters.
+- The rollout: ``num_steps`` steps of every environment with the learner's ``explore``,
+  the recurrent carry threaded through them (fresh where ``first`` marks an episode's first
+  observation, and stored before each step), and the value of each step's true successor
+  (``next_value``): the next observation's while the episode goes on, ``final_obs``'s where
+  it ended, under the carry of the episode that ended.
+- The update: the learner's targets, then ``num_epochs`` passes of ``num_minibatches``
+  shuffled minibatches (single transitions, or for a recurrent network sequences of
+  ``chunk_length`` steps replayed from their stored carries, with an optional burn-in),
+  each a gradient step of the learner's loss through :class:`rollax.training.GradientStep`.
+
+Everything is written for one seed on one shard of its environments (``num_envs //
+num_shards`` of them): the training layer maps it over seeds and shards and places it on
+devices. A shard shuffles its own minibatches; the gradient of each minibatch is averaged
+over the seed's shards in the layer's one gradient step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rollax._struct import pytree_dataclass
+from rollax.agents._minibatches import (
+    Sequences,
+    replay,
+    rollout_sequences,
+    shuffled_samples,
+    shuffled_sequences,
+)
+from rollax.agents._onpolicy_config import OnPolicyConfig
+from rollax.envs import EnvParams, EnvState, VecEnv
+from rollax.envs._resets import at_most_once
+from rollax.ops import (
+    normalize_observation,
+    observation_stats,
+    random_shift,
+    update_observation_stats,
+)
+from rollax.spaces import is_image_key
+from rollax.training import (
+    ENV_PARAMS,
+    SEED,
+    SHARD,
+    SHARED,
+    Agent,
+    GradientStep,
+    Optimizer,
+    Policy,
+    ShardStart,
+    build_agent,
+    layout_for,
+    stretch_schedule,
+    training_env,
+)
+from rollax.types import PRNGKey
+
+__all__ = [
+    "LAYOUT",
+    "OnPolicyAgent",
+    "OnPolicyLearner",
+    "OnPolicyState",
+    "Rollout",
+    "build_onpolicy_agent",
+    "onpolicy_env",
+]
+
+
+@pytree_dataclass
+class OnPolicyState:
+    """Everything an on-policy run needs to continue.
+
+    Save it, restore it, and training goes on as if it had never stopped. Leaves as the
+    training layer holds them (``LAYOUT``): per-seed leaves lead with ``(num_seeds,)``,
+    per-shard leaves with ``(num_seeds, num_shards)`` and then the shard's ``E = num_envs //
+    num_shards`` environments.
+
+    Attributes:
+        params: The network's parameters, per seed.
+        opt_state: The optimizer's state (Adam's: ``optax.ScaleByAdamState``), per seed.
+        obs_stats: Running observation statistics, per seed: a ``RunningStats``, or for dict
+            observations a dict of them for the vector entries (images are only scaled).
+        hparams: The agent's hyperparameters (an
+            :class:`~rollax.training.OptimizerHyperParams`), per seed.
+        env_state: Each shard's environments, ``(E, ...)`` per shard.
+        obs: Their current observations, ``(E, *obs_shape)`` per shard (for dict
+            observations, every entry).
+        first: bool ``(E,)`` per shard: the current observation opens an episode.
+        carry: The network's carry for the current observations, per shard (``()`` for a
+            feed-forward network).
+        key: Each shard's key for acting and shuffling minibatches.
+        env_params: The environment's params (a curriculum may change them between runs):
+            leaves as the defaults, or with a leading ``num_seeds * num_envs`` axis.
+        env_steps: int32 ``()``, environment steps taken per seed.
+        updates: int32 ``()``, updates (one per rollout) done.
+    """
+
+    params: Any
+    opt_state: Any
+    obs_stats: Any
+    hparams: Any
+    env_state: EnvState
+    obs: Any
+    first: jax.Array
+    carry: Any
+    key: PRNGKey
+    env_params: EnvParams
+    env_steps: jax.Array
+    updates: jax.Array
+
+
+LAYOUT = OnPolicyState(
+    params=SEED,
+    opt_state=SEED,
+    obs_stats=SEED,
+    hparams=SEED,
+    env_state=SHARD,
+    obs=SHARD,
+    first=SHARD,
+    carry=SHARD,
+    key=SHARD,
+    env_params=ENV_PARAMS,
+    env_steps=SHARED,
+    updates=SHARED,
+)
+"""Where each part of :class:`OnPolicyState` lives (see :mod:`rollax.training`'s layouts)."""
+
+
+class Rollout(NamedTuple):
+    """One rollout step of every environment (leaves ``(N, ...)``, stacked to ``(T, N, ...)``).
+
+    ``value`` is the learner's value of ``obs`` (PPO's critic; PQN's greedy Q-value), and
+    ``next_value`` the value of the transition's true successor: the value of the next
+    observation while the episode goes on, the value of ``final_obs`` where it ended (used
+    only if truncated; terminated transitions do not bootstrap), computed with the carry of
+    the episode that ended. ``first`` is the pre-step flag the network saw with ``obs``
+    (the observation opens an episode), and ``carry`` the network's carry before the step
+    (``()`` for a feed-forward network): a recurrent loss replays its sequences from them.
+    ``extras`` holds what the learner's ``explore`` recorded beside each action (PPO: its
+    ``"log_prob"``).
+    """
+
+    obs: jax.Array
+    first: jax.Array
+    action: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    next_value: jax.Array
+    episode_return: jax.Array
+    carry: Any = ()
+    extras: Any = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class OnPolicyLearner:
+    """An on-policy algorithm's own part, for one seed on one shard.
+
+    ``outputs`` below are the network's outputs after the carry (PPO's ``(distribution,
+    value)``, PQN's ``(q_values,)``), with the observations' leading axes.
+
+    Attributes:
+        network: ``init(key, obs) -> params`` for one observation ``obs`` (no batch axis),
+            ``initial_carry(batch) -> carry`` (``()`` for a feed-forward network) and
+            ``apply(params, obs, carry, first) -> (carry, *outputs)`` for observations
+            ``(B, ...)`` with ``first`` ``(B,)``, or sequences ``(T, B, ...)`` with
+            ``first`` ``(T, B)`` for a recurrent network.
+        obs_spec: One observation's shapes and dtypes (:func:`rollax.spaces.observation_spec`).
+        optimizer: The static parts of its optimizer.
+        hyperparams: ``config -> hparams``: one seed's hyperparameters as data, an
+            :class:`~rollax.training.OptimizerHyperParams` whose schedule spans the budget's
+            updates.
+        explore: ``(state, outputs, key) -> (action, extras)``: the rollout's actions
+            ``(E, ...)``; ``extras`` (a pytree of ``(E, ...)`` arrays, or ``()``) is kept in
+            the :class:`Rollout`.
+        act: ``(outputs, key, deterministic) -> action``: evaluation's and video's actions,
+            the greedy ones when ``deterministic``.
+        value: ``outputs -> value``: float32 ``(B,)`` value of each observation, what the
+            step before it bootstraps from.
+        targets: ``(hparams, rollout) -> tuple``: per-step arrays ``(T, E, ...)`` the loss
+            learns from (PPO: actions, log-probabilities, values, advantages, returns).
+        loss: ``(hparams, outputs, targets) -> (loss, aux)``: a minibatch's loss from the
+            network's replayed outputs and its slice of ``targets``; ``aux`` a tuple of
+            scalars, one per ``metric_names``.
+        metric_names: What ``aux`` holds; iterations report their means.
+    """
+
+    network: Any
+    obs_spec: Any
+    optimizer: Optimizer
+    hyperparams: Callable[[Any], Any]
+    explore: Callable[[OnPolicyState, tuple, PRNGKey], tuple[jax.Array, Any]]
+    act: Callable[[tuple, PRNGKey, bool], jax.Array]
+    value: Callable[[tuple], jax.Array]
+    targets: Callable[[Any, Rollout], tuple]
+    loss: Callable[[Any, tuple, tuple], tuple[jax.Array, tuple]]
+    metric_names: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OnPolicyAgent(Agent):
+    """An on-policy :class:`~rollax.training.Agent`, with its rollout and network to inspect.
+
+    Attributes:
+        collect: ``state -> (state, rollout)``: one rollout without an update, a
+            :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)`` (seed by
+            seed, each seed's shards in order).
+        network: The network every part of the agent calls.
+    """
+
+    collect: Any = None
+    network: Any = None
+
+
+def onpolicy_env(who: str, config: OnPolicyConfig, env: VecEnv | str, **options: Any) -> VecEnv:
+    """One shard's training environments for ``config``: ``num_envs // num_shards`` of them.
+
+    Built from an id with the config's ``frame_stack`` and ``action_repeat``, or checked.
+    """
+    return training_env(
+        who,
+        env,
+        config.num_envs // config.num_shards,
+        frame_stack=config.frame_stack,
+        action_repeat=config.action_repeat,
+        **options,
+    )
+
+
+def build_onpolicy_agent(
+    name: str,
+    config: OnPolicyConfig,
+    env: VecEnv,
+    learner: OnPolicyLearner,
+    agent_type: type[OnPolicyAgent] = OnPolicyAgent,
+) -> OnPolicyAgent:
+    """Compose a learner into an on-policy agent (see the module's docstring).
+
+    Args:
+        name: The algorithm's registered name.
+        config: Its configuration, validated.
+        env: One shard's environments (:func:`onpolicy_env`).
+        learner: The algorithm's own part.
+        agent_type: The agent class to build (an :class:`OnPolicyAgent`).
+    """
+    layout = layout_for(config)
+    network = learner.network
+    recurrent = bool(jax.tree.leaves(jax.eval_shape(lambda: network.initial_carry(1))))
+    chunk = config.chunk_length or config.num_steps
+    spec = learner.obs_spec
+    image_keys = tuple(k for k in (spec if isinstance(spec, dict) else {}) if is_image_key(k))
+    n, t = env.num_envs, config.num_steps  # one shard's environments, steps per rollout
+    augment = config.augment_pixels and bool(image_keys)
+    step = GradientStep(mean=layout.mean)
+
+    def observe(stats: Any, obs: Any) -> Any:
+        return normalize_observation(stats, obs) if config.normalize_obs else obs
+
+    def init(key: PRNGKey, start: ShardStart, hparams: Any) -> OnPolicyState:
+        example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), spec)
+        params = network.init(key, example)
+        return OnPolicyState(
+            params=params,
+            opt_state=learner.optimizer.init(params),
+            obs_stats=observation_stats(spec),
+            hparams=hparams,
+            env_state=start.env_state,
+            obs=start.obs,
+            first=jnp.ones(n, jnp.bool_),
+            carry=network.initial_carry(n),
+            key=start.key,
+            env_params=start.env_params,
+            env_steps=jnp.zeros((), jnp.int32),
+            updates=jnp.zeros((), jnp.int32),
+        )
+
+    def rollout(state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
+        """One shard's rollout: leaves ``(T, E, ...)``."""
+
+        def step_env(carry: tuple, _: None) -> tuple:
+            env_state, obs, first, net_carry, key = carry
+            key, action_key = jax.random.split(key)
+            carry_before = net_carry
+            net_carry, *outputs = network.apply(
+                state.params, observe(state.obs_stats, obs), net_carry, first
+            )
+            action, extras = learner.explore(state, tuple(outputs), action_key)
+            env_state, ts = env.step(
+                env_state, action.astype(env.action_space.dtype), state.env_params
+            )
+            # Values of final observations, needed only where an episode ended (elsewhere
+            # the next step's value is the successor's), with the carry of the episode that
+            # ended (the final observation continues it: no reset): computed only on steps
+            # where one did.
+            final_value = at_most_once(
+                ts.done.any(),
+                lambda _: learner.value(
+                    network.apply(
+                        state.params,
+                        observe(state.obs_stats, ts.final_obs),
+                        net_carry,
+                        jnp.zeros_like(first),
+                    )[1:]
+                ),
+                jnp.zeros(n, jnp.float32),
+            )
+            record = Rollout(
+                obs=obs,
+                first=first,
+                action=action,
+                value=learner.value(tuple(outputs)),
+                reward=ts.reward,
+                terminated=ts.terminated,
+                truncated=ts.truncated,
+                next_value=final_value,
+                episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
+                carry=carry_before if recurrent else (),
+                extras=extras,
+            )
+            return (env_state, ts.obs, ts.done, net_carry, key), record
+
+        start = (state.env_state, state.obs, state.first, state.carry, state.key)
+        (env_state, obs, first, net_carry, key), records = jax.lax.scan(step_env, start, None, t)
+        # The successor of step t is step t + 1's observation unless an episode ended there.
+        last = network.apply(state.params, observe(state.obs_stats, obs), net_carry, first)
+        following = jnp.concatenate([records.value[1:], learner.value(last[1:])[None]])
+        done = records.terminated | records.truncated
+        records = records._replace(next_value=jnp.where(done, records.next_value, following))
+        state = state.replace(env_state=env_state, obs=obs, first=first, carry=net_carry, key=key)
+        return state, records
+
+    def loss_fn(params: Any, hp: Any, stats: Any, mb: Sequences, key: PRNGKey | None) -> tuple:
+        shift = None  # augment_pixels: DrQ's random shift of every image
+        if key is not None:
+            shift = lambda obs: random_shift(key, obs, config.shift_pad)  # noqa: E731
+        outputs = replay(network, params, mb, lambda obs: observe(stats, obs), shift)
+        return learner.loss(hp, outputs, mb.steps[2:])
+
+    def update(state: OnPolicyState, data: Rollout, key: PRNGKey) -> tuple:
+        """The seed's update from this shard's rollout (leaves ``(T, E, ...)``)."""
+        hp = state.hparams
+        steps = (data.obs, data.first, *learner.targets(hp, data))
+        if recurrent:  # sequences of chunk steps from their stored carries
+            sequences = rollout_sequences(
+                steps, data.obs, data.carry, data.first, chunk, config.burn_in
+            )
+            cut = lambda key: shuffled_sequences(key, sequences, config.num_minibatches)  # noqa: E731
+        else:
+            batch = jax.tree.map(lambda x: x.reshape(n * t, *x.shape[2:]), steps)
+            cut = lambda key: Sequences(  # noqa: E731
+                shuffled_samples(key, batch, config.num_minibatches), carry=()
+            )
+        transformation = learner.optimizer.transformation(hp, state.updates)
+
+        def epoch(carry: tuple, key: PRNGKey) -> tuple:
+            if augment:
+                key, aug_key = jax.random.split(key)
+                aug_keys = jax.random.split(aug_key, config.num_minibatches)
+            else:
+                aug_keys = None
+            minibatches = cut(key)
+
+            def minibatch(carry: tuple, xs: tuple) -> tuple:
+                params, opt_state = carry
+                mb, aug = xs
+                grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, state.obs_stats, mb, aug)
+                params, opt_state = step(transformation, params, opt_state, grads)
+                return (params, opt_state), aux
+
+            return jax.lax.scan(minibatch, carry, (minibatches, aug_keys))
+
+        (params, opt_state), aux = jax.lax.scan(
+            epoch, (state.params, state.opt_state), jax.random.split(key, config.num_epochs)
+        )
+        return params, opt_state, jax.tree.map(jnp.mean, aux)
+
+    def iteration(state: OnPolicyState) -> tuple[OnPolicyState, dict[str, jax.Array]]:
+        state, data = rollout(state)
+        key, update_key = jax.random.split(state.key)
+        params, opt_state, aux = update(state, data, update_key)
+        stats = state.obs_stats
+        if config.normalize_obs:
+            stats = update_observation_stats(stats, data.obs, layout.shard_mean, layout.num_shards)
+        finished = ~jnp.isnan(data.episode_return)
+        metrics = {
+            "episodes": finished.sum(dtype=jnp.int32),
+            "return_sum": jnp.where(finished, data.episode_return, 0.0).sum(),
+            **dict(zip(learner.metric_names, aux, strict=True)),
+        }
+        state = state.replace(
+            params=params,
+            opt_state=opt_state,
+            obs_stats=stats,
+            key=key,
+            env_steps=state.env_steps + config.batch_size,
+            updates=state.updates + 1,
+        )
+        return state, metrics
+
+    def act(
+        state: OnPolicyState,
+        obs: Any,
+        carry: Any,
+        first: jax.Array,
+        key: PRNGKey,
+        deterministic: bool,
+    ) -> tuple[jax.Array, Any]:
+        """One seed's actions for observations ``(B, *obs_shape)``."""
+        carry, *outputs = network.apply(state.params, observe(state.obs_stats, obs), carry, first)
+        return learner.act(tuple(outputs), key, deterministic), carry
+
+    def with_budget(state: OnPolicyState, total_steps: int) -> OnPolicyState:
+        """Stretch the schedules to a new budget (every member's)."""
+        return state.replace(
+            hparams=stretch_schedule(state.hparams, total_steps // config.batch_size)
+        )
+
+    agent = build_agent(
+        name=name,
+        config=config,
+        layout=layout,
+        env=env,
+        state_layout=LAYOUT,
+        hyperparams=learner.hyperparams,
+        init=init,
+        iteration=iteration,
+        steps_per_iteration=config.batch_size,
+        unit_name="rollouts of num_envs * num_steps",
+        metric_names=learner.metric_names,
+        policy=Policy(init_carry=lambda state, batch: network.initial_carry(batch), act=act),
+        with_budget=with_budget,
+        # On the CPU, LLVM level 1 compiles PPO's training program with about 20% less work
+        # (CartPole's preset: 4.4 CPU-s instead of 5.5; Breakout-MinAtar's: 6.6 instead of
+        # 8.2) and runs it as fast (0.22 s and 1.7 CPU-s per measured call both ways).
+        run_cpu_level=1,
+    )
+    every_shard = layout.on_every_shard(rollout, LAYOUT, env, config.num_envs)
+
+    def collect(state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
+        """One rollout of every seed's shards, without an update."""
+        state, records = every_shard(state)
+        # (seeds, shards, T, E, ...) -> (T, seeds * num_envs, ...)
+        records = jax.tree.map(
+            lambda x: jnp.moveaxis(x, 2, 0).reshape(t, -1, *x.shape[4:]), records
+        )
+        return state, records
+
+    return agent_type(**vars(agent), collect=jax.jit(collect), network=network)
