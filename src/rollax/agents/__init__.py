@@ -8,7 +8,7 @@ learning from it, with the fields of :class:`OffPolicyConfig`. :func:`with_defau
 configuration subclass its own defaults for the fields it inherits.
 """
 
-from rollax.agents import dqn, ppo, sac
+from rollax.agents import dqn, ppo, pqn, sac
 from rollax.agents._offpolicy_config import OffPolicyConfig
 from rollax.agents._onpolicy import (
     OnPolicyAgent,
@@ -33,6 +33,7 @@ __all__ = [
     "dqn",
     "onpolicy_env",
     "ppo",
+    "pqn",
     "sac",
     "with_defaults",
 ]
@@ -44,6 +45,15 @@ register(
         config_type=ppo.PPOConfig,
         make=ppo.make_ppo,
         presets=ppo.PRESETS,
+    )
+)
+register(
+    Algorithm(
+        name="pqn",
+        title="Parallel Q-learning (Q(lambda), LayerNorm, no replay)",
+        config_type=pqn.PQNConfig,
+        make=pqn.make_pqn,
+        presets=pqn.PRESETS,
     )
 )
 register(

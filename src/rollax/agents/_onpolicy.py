@@ -185,8 +185,8 @@ class OnPolicyLearner:
         explore: ``(state, outputs, key) -> (action, extras)``: the rollout's actions
             ``(E, ...)``; ``extras`` (a pytree of ``(E, ...)`` arrays, or ``()``) is kept in
             the :class:`Rollout`.
-        act: ``(outputs, key, deterministic) -> action``: evaluation's and video's actions,
-            the greedy ones when ``deterministic``.
+        act: ``(state, outputs, key, deterministic) -> action``: evaluation's and video's
+            actions (``state`` one seed's), the greedy ones when ``deterministic``.
         value: ``outputs -> value``: float32 ``(B,)`` value of each observation, what the
             step before it bootstraps from.
         targets: ``(hparams, rollout) -> tuple``: per-step arrays ``(T, E, ...)`` the loss
@@ -202,7 +202,7 @@ class OnPolicyLearner:
     optimizer: Optimizer
     hyperparams: Callable[[Any], Any]
     explore: Callable[[OnPolicyState, tuple, PRNGKey], tuple[jax.Array, Any]]
-    act: Callable[[tuple, PRNGKey, bool], jax.Array]
+    act: Callable[[OnPolicyState, tuple, PRNGKey, bool], jax.Array]
     value: Callable[[tuple], jax.Array]
     targets: Callable[[Any, Rollout], tuple]
     loss: Callable[[Any, tuple, tuple], tuple[jax.Array, tuple]]
@@ -419,7 +419,7 @@ def build_onpolicy_agent(
     ) -> tuple[jax.Array, Any]:
         """One seed's actions for observations ``(B, *obs_shape)``."""
         carry, *outputs = network.apply(state.params, observe(state.obs_stats, obs), carry, first)
-        return learner.act(tuple(outputs), key, deterministic), carry
+        return learner.act(state, tuple(outputs), key, deterministic), carry
 
     def with_budget(state: OnPolicyState, total_steps: int) -> OnPolicyState:
         """Stretch the schedules to a new budget (every member's)."""

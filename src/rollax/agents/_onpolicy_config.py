@@ -50,6 +50,8 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
     """Widths of the hidden layers of each network."""
     activation: Activation = "tanh"
     """Activation of the hidden layers: tanh, relu, gelu or swish."""
+    encoder_layer_norm: bool = False
+    """Dict observations: per-channel layer normalization in the CNN encoders."""
     augment_pixels: bool = False
     """Randomly shift the images of each update minibatch by up to shift_pad pixels (DrQ)."""
     shift_pad: int = 4

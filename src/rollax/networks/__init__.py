@@ -18,6 +18,7 @@ from rollax.networks._recurrent import (
     RecurrentQNetwork,
     initial_carry,
     reset_carry,
+    run_cell,
 )
 from rollax.networks._vision import (
     CNNEncoder,
@@ -37,6 +38,7 @@ __all__ = [
     "RecurrentQNetwork",
     "initial_carry",
     "reset_carry",
+    "run_cell",
     "MLP",
     "ActorCritic",
     "Activation",

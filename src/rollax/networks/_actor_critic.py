@@ -37,16 +37,21 @@ class MLP(nn.Module):
     Attributes:
         hidden_sizes: Width of each hidden layer.
         activation: ``"tanh"``, ``"relu"``, ``"gelu"`` or ``"swish"``.
+        layer_norm: Layer normalization of each hidden layer before its activation (PQN's
+            network, which learns without target networks).
     """
 
     hidden_sizes: Sequence[int]
     activation: str = "tanh"
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         """``(..., in) -> (..., hidden_sizes[-1])``."""
         for size in self.hidden_sizes:
             x = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x)
+            if self.layer_norm:
+                x = nn.LayerNorm()(x)
             x = ACTIVATIONS[self.activation](x)
         return x
 

@@ -44,6 +44,7 @@ class QNetwork(nn.Module):
         dueling: Separate value and advantage streams.
         image_shapes: ``(H, W, C)`` of each image key of a dict observation.
         layer_norm: Per-channel layer normalization in the image encoders.
+        mlp_layer_norm: Layer normalization in each hidden layer of the MLP (PQN's).
     """
 
     num_actions: int
@@ -52,12 +53,13 @@ class QNetwork(nn.Module):
     dueling: bool = False
     image_shapes: Mapping[str, tuple[int, ...]] | None = None
     layer_norm: bool = False
+    mlp_layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: Any) -> jax.Array:
         """Q-values, float32 ``(..., num_actions)``."""
         x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
-        x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
+        x = MLP(self.hidden_sizes, self.activation, self.mlp_layer_norm, name="torso")(x)
         return q_head(x, self.num_actions, self.dueling)
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "RecurrentQNetwork",
     "initial_carry",
     "reset_carry",
+    "run_cell",
 ]
 
 Cell = Literal["gru", "lstm"]
@@ -53,6 +54,34 @@ def reset_carry(carry: Any, first: jax.Array, fresh: Any) -> Any:
     return jax.tree.map(pick, carry, fresh)
 
 
+def run_cell(
+    module: nn.Module, params: Any, features: jax.Array, carry: Any, first: jax.Array
+) -> tuple[Any, jax.Array]:
+    """A recurrent network's cell over encoded observations: one step, or a sequence.
+
+    Args:
+        module: A :class:`RecurrentActorCritic` or :class:`RecurrentQNetwork`.
+        params: Its parameters.
+        features: Encoded observations (its ``encode``): ``(B, F)`` for one step, or
+            ``(T, B, F)`` for time-major sequences.
+        carry: The carry before the first step, leaves ``(B, ...)``.
+        first: bool ``(B,)`` or ``(T, B)``: the observation opens an episode (the carry is
+            reset before it).
+
+    Returns:
+        ``(carry, y)``: the carry after the last step, and the cell's outputs ``(B,
+        cell_size)`` or ``(T, B, cell_size)``.
+    """
+    if first.ndim == 1:
+        return module.apply(params, features, carry, first, method="step")
+
+    def step(c: Any, xs: tuple) -> tuple:
+        features_t, first_t = xs
+        return module.apply(params, features_t, c, first_t, method="step")
+
+    return jax.lax.scan(step, carry, (features, first))
+
+
 class _Torso(nn.Module):
     """Observation features then an MLP: vectors as they are, images through encoders."""
 
@@ -61,6 +90,7 @@ class _Torso(nn.Module):
     image_shapes: Mapping[str, tuple[int, ...]] | None
     layer_norm: bool
     encoder: str
+    mlp_layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: Any) -> jax.Array:
@@ -74,7 +104,7 @@ class _Torso(nn.Module):
             x = join_features({k: e(obs[k]) for k, e in encoders.items()}, obs, obs.keys())
         else:
             x = obs.astype(jnp.float32)
-        return MLP(self.hidden_sizes, self.activation)(x)
+        return MLP(self.hidden_sizes, self.activation, self.mlp_layer_norm)(x)
 
 
 def _core(cell: str, cell_size: int) -> nn.Module:
@@ -209,6 +239,7 @@ class RecurrentQNetwork(_Recurrent):
         dueling: Separate state-value and advantage streams on the cell's output.
         image_shapes: ``(H, W, C)`` of each image key of a dict observation.
         layer_norm: Per-channel layer normalization in the image encoders.
+        mlp_layer_norm: Layer normalization in each hidden layer of the encoder's MLP.
     """
 
     num_actions: int
@@ -219,11 +250,17 @@ class RecurrentQNetwork(_Recurrent):
     dueling: bool = False
     image_shapes: Mapping[str, tuple[int, ...]] | None = None
     layer_norm: bool = False
+    mlp_layer_norm: bool = False
 
     def setup(self) -> None:
         self.core = _core(self.cell, self.cell_size)
         self.torso = _Torso(
-            self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm, "cnn"
+            self.hidden_sizes,
+            self.activation,
+            self.image_shapes,
+            self.layer_norm,
+            "cnn",
+            self.mlp_layer_norm,
         )
         self.head = _QHead(self.num_actions, self.dueling)
 

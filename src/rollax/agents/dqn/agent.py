@@ -26,6 +26,8 @@ import numpy as np
 import optax
 
 from rollax._struct import pytree_dataclass
+from rollax.agents._exploration import epsilon_greedy as epsilon_greedy_action
+from rollax.agents._exploration import linear_epsilon
 from rollax.agents._offpolicy import (
     LAYOUT,
     OffPolicyState,
@@ -150,10 +152,8 @@ class DQN(Agent):
 
 def epsilon(hp: DQNHyperParams, env_steps: jax.Array) -> jax.Array:
     """The exploration rate after ``env_steps`` steps per seed: linear, then constant."""
-    frac = jnp.clip(
-        env_steps.astype(jnp.float32) / jnp.maximum(hp.exploration_steps, 1.0), 0.0, 1.0
-    )
-    return hp.exploration_start + frac * (hp.exploration_end - hp.exploration_start)
+    progress = env_steps.astype(jnp.float32) / jnp.maximum(hp.exploration_steps, 1.0)
+    return linear_epsilon(hp.exploration_start, hp.exploration_end, progress)
 
 
 def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
@@ -179,7 +179,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             f"{env.action_space!r}. Use SAC (rollax.agents.sac) for continuous actions."
         )
     num_actions = int(env.action_space.n)
-    network, obs_spec = q_function(config, env, num_actions)
+    network, obs_spec = q_function(config, env, num_actions, dueling=config.dueling)
     step = GradientStep(mean=layout.mean)
     optimizer = Optimizer.of(config, clip_value=config.clip_grad_value)
 
@@ -199,12 +199,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     ) -> tuple[jax.Array, Any]:
         """int32 ``(B,)`` actions, greedy or uniform with probability ``eps``; the carry."""
         carry, q = network.apply(params, obs, carry, first)
-        greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
-        k_explore, k_action = jax.random.split(key)
-        batch = greedy.shape
-        explore = jax.random.uniform(k_explore, batch) < eps
-        random = jax.random.randint(k_action, batch, 0, num_actions, jnp.int32)
-        return jnp.where(explore, random, greedy), carry
+        return epsilon_greedy_action(q, key, eps), carry
 
     def act(
         learner: DQNLearner,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from rollax.agents._exploration import EpsilonGreedyConfig
 from rollax.agents._offpolicy_config import OffPolicyConfig
 from rollax.networks import CELLS
 from rollax.training import OPTIMIZER_DATA, with_defaults
@@ -24,7 +25,7 @@ __all__ = ["PRESETS", "DQNConfig"]
     learning_rate=1e-3,
     normalize_obs=False,
 )
-class DQNConfig(OffPolicyConfig):
+class DQNConfig(EpsilonGreedyConfig, OffPolicyConfig):
     """Configuration of a DQN training run (double, dueling, n-step, prioritized, recurrent).
 
     The defaults are rejax's settings for CartPole-v1 (its configs/gymnax/cartpole.yaml).
@@ -52,12 +53,6 @@ class DQNConfig(OffPolicyConfig):
     target_update_every: int = 5
     """Gradient steps between target updates (with tau=1.0: periodic hard copies). The
     default updates once per learning phase of gradient_steps=5, as rejax does."""
-    exploration_start: float = 1.0
-    """Epsilon of the epsilon-greedy policy at the start."""
-    exploration_end: float = 0.05
-    """Epsilon after the schedule."""
-    exploration_fraction: float = 0.5
-    """Fraction of total_steps over which epsilon decays linearly."""
     loss: Literal["huber", "mse"] = "mse"
     """TD loss: half the squared error, or Huber's (delta 1)."""
     clip_grad_value: float = 10.0
@@ -93,9 +88,8 @@ class DQNConfig(OffPolicyConfig):
         self._validate_recurrent()  # first: replay_length depends on its fields
         self.validate_offpolicy()
         check_fields(self, "positive_int", "target_update_every")
-        check_fields(self, "positive", "exploration_fraction")
-        check_fields(self, "unit_interval", "exploration_start", "exploration_end",
-                     "exploration_fraction", "importance_exponent")  # fmt: skip
+        self.validate_exploration()
+        check_fields(self, "unit_interval", "importance_exponent")
         check_fields(self, "non_negative", "clip_grad_value", "priority_exponent")
         if self.loss not in ("huber", "mse"):
             raise ValueError(f"DQNConfig.loss must be 'huber' or 'mse', got {self.loss!r}.")

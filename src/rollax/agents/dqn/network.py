@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from rollax.agents._offpolicy import no_carry
 from rollax.agents.dqn.config import DQNConfig
 from rollax.envs import VecEnv
-from rollax.networks import QNetwork, RecurrentQNetwork, initial_carry
+from rollax.networks import QNetwork, RecurrentQNetwork, initial_carry, run_cell
 from rollax.spaces import is_image_key, observation_spec
 from rollax.types import PRNGKey
 
@@ -51,7 +51,8 @@ class QFunction(NamedTuple):
             episode's start, leaves ``(batch, ...)``; ``()`` for a feed-forward network.
         apply: ``(params, obs, carry, first) -> (carry, q)``: one step of ``B``
             environments, ``obs`` leaves ``(B, ...)``, ``first`` bool ``(B,)``, ``q``
-            float32 ``(B, A)``.
+            float32 ``(B, A)``; a recurrent network also takes time-major sequences
+            (``obs`` leaves ``(T, B, ...)``, ``first`` ``(T, B)``, ``q`` ``(T, B, A)``).
         unroll: A recurrent network's ``(params, obs, carry, first, next_obs=None) ->``
             :class:`Unrolled` over time-major sequences: ``obs`` and ``next_obs`` leaves
             ``(T, B, ...)``, ``first`` bool ``(T, B)``, ``carry`` the carry before the first
@@ -89,7 +90,11 @@ def recurrent_q(module: RecurrentQNetwork) -> QFunction:
         return module.init(key, batched, fresh(1), jnp.ones(1, jnp.bool_))
 
     def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, jax.Array]:
-        return module.apply(params, obs, carry, first)
+        if first.ndim == 1:
+            return module.apply(params, obs, carry, first)
+        features = module.apply(params, obs, method="encode")  # sequences (T, B, ...)
+        carry, y = run_cell(module, params, features, carry, first)
+        return carry, module.apply(params, y, method="q_values")
 
     def unroll(
         params: Any, obs: Any, carry: Any, first: jax.Array, next_obs: Any = None
@@ -122,14 +127,31 @@ def recurrent_q(module: RecurrentQNetwork) -> QFunction:
     return QFunction(init=init, initial_carry=fresh, apply=apply, unroll=unroll)
 
 
-def q_function(config: DQNConfig, env: VecEnv, num_actions: int) -> tuple[QFunction, Any]:
+def q_function(
+    config: DQNConfig | Any,
+    env: VecEnv,
+    num_actions: int,
+    *,
+    dueling: bool,
+    mlp_layer_norm: bool = False,
+    who: str = "make_dqn: DQN",
+) -> tuple[QFunction, Any]:
     """The Q-network for ``env``'s observations, and one observation's shape and dtype.
 
     With ``config.recurrent``, a :class:`~rollax.networks.RecurrentQNetwork` (an MLP of
     ``hidden_sizes`` after the image encoders, then the cell and the Q head); otherwise a
     :class:`~rollax.networks.QNetwork`.
+
+    Args:
+        config: A configuration with ``hidden_sizes``, ``activation``,
+            ``encoder_layer_norm``, ``recurrent`` and ``cell_size`` (DQN's, PQN's).
+        env: One shard's environments.
+        num_actions: Discrete actions.
+        dueling: A dueling head.
+        mlp_layer_norm: Layer normalization in each hidden layer of the MLP.
+        who: The agent, for messages.
     """
-    spec = observation_spec(env.observation_space, "make_dqn: DQN")
+    spec = observation_spec(env.observation_space, who)
     images = (
         {k: s.shape for k, s in spec.items() if is_image_key(k)} if isinstance(spec, dict) else None
     )
@@ -137,9 +159,10 @@ def q_function(config: DQNConfig, env: VecEnv, num_actions: int) -> tuple[QFunct
         num_actions=num_actions,
         hidden_sizes=tuple(config.hidden_sizes),
         activation=config.activation,
-        dueling=config.dueling,
+        dueling=dueling,
         image_shapes=images,
         layer_norm=config.encoder_layer_norm,
+        mlp_layer_norm=mlp_layer_norm,
     )
     if config.recurrent != "none":
         module = RecurrentQNetwork(cell=config.recurrent, cell_size=config.cell_size, **shared)

@@ -101,7 +101,7 @@ def ppo_learner(config: PPOConfig, network: PolicyNetwork, obs_spec: Any) -> OnP
         action, log_prob = outputs[0].sample_and_log_prob(seed=key)
         return action, {"log_prob": log_prob}
 
-    def act(outputs: tuple, key: PRNGKey, deterministic: bool) -> jax.Array:
+    def act(state: OnPolicyState, outputs: tuple, key: PRNGKey, deterministic: bool) -> jax.Array:
         return outputs[0].mode() if deterministic else outputs[0].sample(seed=key)
 
     def targets(hp: PPOHyperParams, data: Rollout) -> tuple:

@@ -58,8 +58,6 @@ class PPOConfig(OnPolicyConfig):
     """Dict observations: ``"cnn"`` encodes each image with a CNN that actor and critic
     share; ``"flatten"`` feeds each image, scaled to [0, 1] and flattened, to the actor's and
     the critic's MLPs, which then share nothing (small boards such as MinAtar's 10x10)."""
-    encoder_layer_norm: bool = False
-    """Dict observations: per-channel layer normalization in the CNN encoders."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""

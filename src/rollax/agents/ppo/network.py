@@ -23,6 +23,7 @@ from rollax.networks import (
     action_distribution,
     action_head,
     initial_carry,
+    run_cell,
 )
 from rollax.spaces import is_image_key, observation_spec
 from rollax.types import PRNGKey
@@ -90,15 +91,7 @@ def recurrent_network(module: RecurrentActorCritic) -> PolicyNetwork:
 
     def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, Any, jax.Array]:
         features = module.apply(params, obs, method="encode")
-        if first.ndim == 1:
-            carry, y = module.apply(params, features, carry, first, method="step")
-        else:
-
-            def step(c: Any, xs: tuple) -> tuple:
-                features_t, first_t = xs
-                return module.apply(params, features_t, c, first_t, method="step")
-
-            carry, y = jax.lax.scan(step, carry, (features, first))
+        carry, y = run_cell(module, params, features, carry, first)
         out, log_std, value = module.apply(params, y, method="outputs")
         return carry, action_distribution(out, log_std, module.discrete), value
 

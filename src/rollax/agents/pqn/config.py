@@ -1,0 +1,63 @@
+"""PQN's configuration: static sizes and default hyperparameters, each field documented."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rollax.agents._exploration import EpsilonGreedyConfig
+from rollax.agents._onpolicy_config import OnPolicyConfig
+from rollax.training import OPTIMIZER_DATA, with_defaults
+from rollax.training._validate import check_fields
+
+__all__ = ["PRESETS", "PQNConfig"]
+
+
+@dataclasses.dataclass(frozen=True)
+@with_defaults(
+    num_envs=16,
+    num_steps=128,
+    total_steps=524_288,
+    num_epochs=5,
+    num_minibatches=16,
+    learning_rate=3e-4,
+    max_grad_norm=10.0,
+    activation="relu",
+)
+class PQNConfig(EpsilonGreedyConfig, OnPolicyConfig):
+    """Configuration of a PQN training run (Gallici et al., 2024: parallel Q-learning).
+
+    Q(λ) over rollouts of many environments, with no replay buffer and no target network:
+    layer normalization in the Q-network keeps the bootstrapped targets stable. The
+    rollouts, epochs and network shape are :class:`rollax.agents.OnPolicyConfig`'s, the
+    exploration schedule :class:`rollax.agents.dqn.DQNConfig`'s (here over updates). The
+    defaults are rejax's settings for CartPole-v1 (its configs/gymnax/cartpole.yaml), with
+    the gradient norm bounded at 10 as purejaxql does (rejax clips each element).
+    """
+
+    SWEEPABLE = (
+        *OPTIMIZER_DATA,
+        "gamma",
+        "td_lambda",
+        "exploration_start",
+        "exploration_end",
+        "exploration_fraction",
+    )
+
+    td_lambda: float = 0.9
+    """λ of the Q(λ) targets (rollax.ops.lambda_returns over each rollout, bootstrapping
+    from the greedy Q-value): 0 gives one-step Q-learning targets."""
+    layer_norm: bool = True
+    """Layer normalization in each hidden layer of the Q-network (what lets PQN learn
+    without a target network)."""
+
+    def validate(self) -> None:
+        """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
+        self.validate_onpolicy()
+        self.validate_exploration()
+        check_fields(self, "unit_interval", "td_lambda")
+
+
+PRESETS: dict[str, PQNConfig] = {
+    "CartPole-v1": PQNConfig(),
+}
+"""Per-environment defaults."""
