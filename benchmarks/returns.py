@@ -1,8 +1,9 @@
-"""Learning quality: PPO's final returns over many seeds, rollax's presets against the peer.
+"""Learning quality: final returns over many seeds, rollax's presets against the peer.
 
-One row per task rollax ships a PPO preset for, each run side by side with its peer on the
-same budget and ``--seeds`` seeds (10 by default; each library compiles afresh for every
-row: ``jax.clear_caches()``):
+One row per task rollax ships a PPO preset for, and one per task of its PQN presets
+(``pqn CartPole-v1``), each run side by side with its peer on the same budget and
+``--seeds`` seeds (10 by default; each library compiles afresh for every row:
+``jax.clear_caches()``):
 
 ==============================  ===================  ==============================================
 task                            budget               peer
@@ -18,6 +19,8 @@ Symbolic-v1                                          (Craftax_Baselines), run by
 jumanji/Snake-v1,               the preset's budget  a uniform random policy: no PPO on PyPI
 xminigrid/MiniGrid-DoorKey-5x5                       trains on these suites (Jumanji's own A2C
                                                      needs dm-haiku and rlax)
+pqn CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its own
+                                                     ``configs/gymnax/cartpole.yaml`` settings
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
@@ -125,6 +128,15 @@ REJAX_CLASSIC = {
     ),
 }  # fmt: skip
 
+# rejax's own PQN settings, configs/gymnax/<task>.yaml (total_timesteps and eval_freq aside).
+REJAX_PQN = {
+    "CartPole-v1": dict(
+        num_envs=16, num_steps=128, num_minibatches=16, max_grad_norm=10, learning_rate=3e-4,
+        num_epochs=5, eps_start=1.0, eps_end=0.05, exploration_fraction=0.5, gamma=0.99,
+        td_lambda=0.9, normalize_observations=False,
+    ),
+}  # fmt: skip
+
 # Brax's published PPO settings for inverted_pendulum (its training notebook).
 BRAX_INVERTED_PENDULUM = dict(
     num_envs=2048,
@@ -194,6 +206,13 @@ class Row:
     threshold: float | None = None
     """A return that tells a run which learned the task from one stuck short of it, where
     runs split that way (``None``: no such split)."""
+    algo: str = "ppo"
+    """rollax's agent, and the peer's (``"ppo"`` or ``"pqn"``)."""
+
+    @property
+    def name(self) -> str:
+        """The row's name: the task for PPO's rows, ``"<algo> <task>"`` for the others."""
+        return self.task if self.algo == "ppo" else f"{self.algo} {self.task}"
 
 
 ROWS = [
@@ -216,24 +235,31 @@ ROWS = [
     Row(CRAFTAX, "authors", CRAFTAX, CRAFTAX_AUTHORS, CRAFTAX_BUDGET),
     Row("jumanji/Snake-v1", "random", "jumanji/Snake-v1", {}),
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
+    *(
+        Row(task, "rejax", task, REJAX_PQN[task], None, CLASSIC_THRESHOLDS.get(task), "pqn")
+        for task in REJAX_PQN
+    ),
 ]
+
+
+def presets(algo: str) -> dict[str, Any]:
+    """rollax's presets of ``algo`` (``"ppo"`` or ``"pqn"``)."""
+    import importlib
+
+    return importlib.import_module(f"rollax.agents.{algo}").PRESETS
 
 
 def budget_of(row: Row, override: int | None) -> int:
     """Steps per seed for ``row``: the override, the row's, or its preset's."""
-    from rollax.agents.ppo import PRESETS
-
-    return override or row.budget or PRESETS[row.task].total_steps
+    return override or row.budget or presets(row.algo)[row.task].total_steps
 
 
 # ---------------------------------------------------------------------------- rollax
 
 
 def rollax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """rollax's PPO with the task's preset, every seed in one program."""
-    from rollax.agents.ppo import PRESETS
-
-    return ppo_run(PRESETS[row.task], row.task, budget, seeds, episodes)
+    """rollax's agent with the task's preset, every seed in one program."""
+    return ppo_run(presets(row.algo)[row.task], row.task, budget, seeds, episodes, row.algo)
 
 
 def authors_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
@@ -243,18 +269,21 @@ def authors_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, A
     return ppo_run(PPOConfig(**row.peer_settings), row.task, budget, seeds, episodes)
 
 
-def ppo_run(preset: Any, task: str, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """rollax's PPO with ``preset`` on ``task`` for ``budget`` steps per seed (whole
-    rollouts), ``seeds`` seeds trained together in one program (``num_seeds``: each seed's
-    key split from ``key(0)``; rejax's seeds are ``key(0)`` to ``key(seeds - 1)``)."""
-    from rollax.agents.ppo import make_ppo
+def ppo_run(
+    preset: Any, task: str, budget: int, seeds: int, episodes: int, algo: str = "ppo"
+) -> dict[str, Any]:
+    """rollax's PPO (or another on-policy ``algo``) with ``preset`` on ``task`` for ``budget``
+    steps per seed (whole rollouts), ``seeds`` seeds trained together in one program
+    (``num_seeds``: each seed's key split from ``key(0)``; rejax's seeds are ``key(0)`` to
+    ``key(seeds - 1)``)."""
+    from rollax.training import get_algorithm
 
     steps = max(budget // preset.batch_size, 1) * preset.batch_size
     config = preset.replace(total_steps=steps, num_seeds=seeds)
     jax.clear_caches()
     with Timed() as t:
         with Timed() as compile_t:
-            agent = make_ppo(config, task)
+            agent = get_algorithm(algo).make(config, task)
             agent.warmup()
         state = agent.init(jax.random.key(0))
         state, _ = agent.run(state, steps)
@@ -367,15 +396,16 @@ def achievements(unlocked: np.ndarray) -> dict[str, Any]:
 
 
 def rejax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """rejax's PPO with the row's settings on gymnax's environment: its ``train`` mapped
-    over the seeds' keys (``jax.vmap``) in one program, and evaluated the same way."""
+    """rejax's agent (``row.algo``: PPO or PQN) with the row's settings on gymnax's
+    environment: its ``train`` mapped over the seeds' keys (``jax.vmap``) in one program,
+    and evaluated the same way."""
     import gymnax
-    from rejax import PPO
+    import rejax
     from rejax.evaluate import evaluate
 
     env, env_params = gymnax.make(row.peer_env)
     env = FiveValueStep(env)
-    algo = PPO.create(
+    algo = getattr(rejax, row.algo.upper()).create(
         env=env,
         env_params=env_params,
         **row.peer_settings,
@@ -467,7 +497,7 @@ def run_row(row: Row, budget: int, seeds: int, episodes: int, reps: int) -> dict
     }
     for name, fn in ((row.peer, PEERS[row.peer]), ("rollax", rollax_run)):
         report[name] = fn(row, budget, seeds, episodes)
-        print(f"{row.task} {name}: {describe(report[name])}", flush=True)
+        print(f"{row.name} {name}: {describe(report[name])}", flush=True)
     report.update(compare(report, row.peer, row.threshold, reps))
     return report
 
@@ -600,8 +630,8 @@ def cpu_name() -> str:
 
 
 def main() -> None:
-    tasks = [row.task for row in ROWS]
-    trained = [row.task for row in ROWS if row.peer in ("rejax", "brax")]
+    tasks = [row.name for row in ROWS]
+    trained = [row.name for row in ROWS if row.peer in ("rejax", "brax")]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=trained, choices=tasks, metavar="TASK",
                         help="rows to run, in this order (default: every row whose peer is "
@@ -623,18 +653,16 @@ def main() -> None:
         return
     cpu = cpu_name()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({cpu})", flush=True)
-    from rollax.agents.ppo import PRESETS
-
-    rows = {row.task: row for row in ROWS}
+    rows = {row.name: row for row in ROWS}
     results, skipped = {}, {}
-    for task in args.tasks:
-        row = rows[task]
-        if row.task not in PRESETS:
-            skipped[row.task] = "rollax ships no PPO preset for this task yet"
-            print(f"{row.task}: skipped, {skipped[row.task]}", flush=True)
+    for name in args.tasks:
+        row = rows[name]
+        if row.task not in presets(row.algo):
+            skipped[name] = f"rollax ships no {row.algo.upper()} preset for this task yet"
+            print(f"{name}: skipped, {skipped[name]}", flush=True)
             continue
         budget = budget_of(row, args.budget)
-        results[row.task] = run_row(row, budget, args.seeds, args.episodes, args.reps)
+        results[name] = run_row(row, budget, args.seeds, args.episodes, args.reps)
     print_table(results)
     report = {"args": vars(args), "jax": jax.__version__, "cpu": cpu}
     print(json.dumps({**report, "results": results, "skipped": skipped}))

@@ -15,11 +15,19 @@ import numpy as np  # noqa: E402
 
 from rollax.agents.dqn import DQNConfig, make_dqn  # noqa: E402
 from rollax.agents.ppo import PPOConfig, make_ppo  # noqa: E402
+from rollax.agents.pqn import PQNConfig, make_pqn  # noqa: E402
 from rollax.agents.sac import SACConfig, make_sac  # noqa: E402
 
 CASES = {
     "ppo": (
         lambda **kw: make_ppo(PPOConfig(num_envs=8, num_steps=16, **kw), "CartPole-v1"),
+        256,
+    ),
+    "pqn": (
+        lambda **kw: make_pqn(
+            PQNConfig(num_envs=8, num_steps=16, num_minibatches=2, hidden_sizes=(16,), **kw),
+            "CartPole-v1",
+        ),
         256,
     ),
     "dqn": (

@@ -99,6 +99,7 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
     ("algo", "options", "total_steps", "log_every"),
     [
         ("ppo", TINY, 4096, 512),
+        ("pqn", TINY, 4096, 512),
         ("dqn", TINY_DQN, 8000, 1000),
         ("sac", TINY_SAC, 4000, 400),
     ],

@@ -86,3 +86,21 @@ def test_maze_curriculum_raises_the_goal_distance_in_a_run_directory(tmp_path):
     assert result.stdout.strip().splitlines()[-1].startswith("eval_return=")
     assert (tmp_path / "run" / "metrics.csv").is_file()
     assert any((tmp_path / "run" / "checkpoints").iterdir())
+
+
+@pytest.mark.slow
+def test_an_agent_written_on_the_on_policy_driver_learns_cartpole_and_resumes(tmp_path):
+    # examples/a2c_cartpole.py, the page docs/custom-agents.md builds: A2C trained in a run
+    # directory for half the budget, resumed to the whole, evaluated greedily per seed.
+    run_dir = tmp_path / "a2c"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "a2c_cartpole.py"), "--run-dir", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    per_seed = result.stdout.strip().splitlines()[-2].removeprefix("greedy return per seed: ")
+    returns = [float(r) for r in per_seed.split(", ")]
+    assert len(returns) == 4 and sum(r >= 475 for r in returns) >= 2, result.stdout
+    assert max(int(p.name) for p in (run_dir / "checkpoints").iterdir()) == 131_072

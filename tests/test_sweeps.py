@@ -19,6 +19,7 @@ import pytest
 
 from rollax.agents.dqn import DQNConfig, make_dqn
 from rollax.agents.ppo import PPOConfig, make_ppo
+from rollax.agents.pqn import PQNConfig, make_pqn
 from rollax.agents.sac import SACConfig, make_sac
 from rollax.training import SCHEDULES, RunConfig, draw_runs, load_run, resume, train
 
@@ -26,6 +27,8 @@ PPO_SMALL = PPOConfig(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2,
                       hidden_sizes=(16,), total_steps=4096, num_seeds=2)  # fmt: skip
 DQN_SMALL = DQNConfig(num_envs=4, total_steps=4000, learning_starts=200, buffer_size=1000,
                       batch_size=32, gradient_steps=1, hidden_sizes=(16,), num_seeds=2)  # fmt: skip
+PQN_SMALL = PQNConfig(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2,
+                      hidden_sizes=(16,), total_steps=4096, num_seeds=2)  # fmt: skip
 SAC_SMALL = SACConfig(num_envs=2, total_steps=4000, learning_starts=100, buffer_size=1000,
                       batch_size=32, hidden_sizes=(16,), num_seeds=2)  # fmt: skip
 
@@ -46,12 +49,14 @@ def _learner_params(state):
     [
         (make_ppo, PPO_SMALL, "CartPole-v1", ("learning_rate=1e-3,3e-3", "ent_coef=0,0.05"),
          {"learning_rate": 3e-3, "ent_coef": 0.05}, 512),
+        (make_pqn, PQN_SMALL, "CartPole-v1", ("learning_rate=1e-3,3e-3", "td_lambda=0.5,0.9"),
+         {"learning_rate": 3e-3, "td_lambda": 0.9}, 512),
         (make_dqn, DQN_SMALL, "CartPole-v1", ("learning_rate=1e-3,3e-3", "gamma=0.9,0.95"),
          {"learning_rate": 3e-3, "gamma": 0.95}, 400),
         (make_sac, SAC_SMALL, "Pendulum-v1", ("learning_rate=1e-3,3e-3", "tau=0.01,0.05"),
          {"learning_rate": 3e-3, "tau": 0.05}, 200),
     ],
-    ids=["ppo", "dqn", "sac"],
+    ids=["ppo", "pqn", "dqn", "sac"],
 )  # fmt: skip
 def test_a_swept_member_trains_as_its_configuration_alone(make, config, env, sweep, alone, steps):
     swept = make(config.replace(sweep=sweep), env)

@@ -79,7 +79,8 @@ def epsilon(hp: PQNHyperParams, updates: jax.Array) -> jax.Array:
     resume), then constant.
     """
     span = jnp.maximum(hp.exploration_fraction * hp.schedule_steps, 1.0)
-    return linear_epsilon(hp.exploration_start, hp.exploration_end, updates / span)
+    progress = jnp.asarray(updates).astype(jnp.float32) / span
+    return linear_epsilon(hp.exploration_start, hp.exploration_end, progress)
 
 
 def pqn_targets(hp: PQNHyperParams, data: Rollout) -> jax.Array:
