@@ -1,7 +1,7 @@
 """Learning quality: final returns over many seeds, rollax's presets against the peer.
 
 One row per task rollax ships a PPO preset for, and one per task of its PQN presets
-(``pqn CartPole-v1``), each run side by side with its peer on the same budget and
+(``pqn:CartPole-v1``), each run side by side with its peer on the same budget and
 ``--seeds`` seeds (10 by default; each library compiles afresh for every row:
 ``jax.clear_caches()``):
 
@@ -19,8 +19,10 @@ Symbolic-v1                                          (Craftax_Baselines), run by
 jumanji/Snake-v1,               the preset's budget  a uniform random policy: no PPO on PyPI
 xminigrid/MiniGrid-DoorKey-5x5                       trains on these suites (Jumanji's own A2C
                                                      needs dm-haiku and rlax)
-pqn CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its own
+pqn:CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its own
                                                      ``configs/gymnax/cartpole.yaml`` settings
+pqn:gymnax/<game>-MinAtar       1,048,576 steps      rejax 0.1.3's PQN with purejaxql's MinAtar
+                                                     settings (``pqn_minatar.yaml``)
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
@@ -128,13 +130,33 @@ REJAX_CLASSIC = {
     ),
 }  # fmt: skip
 
-# rejax's own PQN settings, configs/gymnax/<task>.yaml (total_timesteps and eval_freq aside).
+# rejax's own PQN settings, configs/gymnax/<task>.yaml (total_timesteps and eval_freq
+# aside), and for MinAtar (rejax ships none) purejaxql's published ones
+# (purejaxql/config/alg/pqn_minatar.yaml: 128 x 32, 2 epochs of 32 minibatches, lr 5e-4,
+# epsilon to 0.05 over a tenth, lambda 0.65) on rejax's own Q-network (an MLP with layer
+# normalization; purejaxql's is a CNN, and anneals the learning rate with RAdam).
+_PQN_MINATAR = dict(
+    num_envs=128,
+    num_steps=32,
+    num_minibatches=32,
+    num_epochs=2,
+    learning_rate=5e-4,
+    max_grad_norm=10,
+    eps_start=1.0,
+    eps_end=0.05,
+    exploration_fraction=0.1,
+    gamma=0.99,
+    td_lambda=0.65,
+    normalize_observations=False,
+)
 REJAX_PQN = {
     "CartPole-v1": dict(
         num_envs=16, num_steps=128, num_minibatches=16, max_grad_norm=10, learning_rate=3e-4,
         num_epochs=5, eps_start=1.0, eps_end=0.05, exploration_fraction=0.5, gamma=0.99,
         td_lambda=0.9, normalize_observations=False,
     ),
+    **{f"gymnax/{game}-MinAtar": _PQN_MINATAR
+       for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")},
 }  # fmt: skip
 
 # Brax's published PPO settings for inverted_pendulum (its training notebook).
@@ -211,8 +233,18 @@ class Row:
 
     @property
     def name(self) -> str:
-        """The row's name: the task for PPO's rows, ``"<algo> <task>"`` for the others."""
-        return self.task if self.algo == "ppo" else f"{self.algo} {self.task}"
+        """The row's name: the task for PPO's rows, ``"<algo>:<task>"`` for the others."""
+        return self.task if self.algo == "ppo" else f"{self.algo}:{self.task}"
+
+
+def _pqn_row(task: str, settings: dict) -> Row:
+    """PQN's row of ``task`` against rejax's PQN: MinAtar at its budget, the rest at the
+    preset's."""
+    if task.startswith("gymnax/"):
+        game = task.removeprefix("gymnax/")
+        return Row(task, "rejax", game, settings, MINATAR_BUDGET,
+                   MINATAR_THRESHOLDS.get(game.split("-")[0]), "pqn")  # fmt: skip
+    return Row(task, "rejax", task, settings, None, CLASSIC_THRESHOLDS.get(task), "pqn")
 
 
 ROWS = [
@@ -235,10 +267,7 @@ ROWS = [
     Row(CRAFTAX, "authors", CRAFTAX, CRAFTAX_AUTHORS, CRAFTAX_BUDGET),
     Row("jumanji/Snake-v1", "random", "jumanji/Snake-v1", {}),
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
-    *(
-        Row(task, "rejax", task, REJAX_PQN[task], None, CLASSIC_THRESHOLDS.get(task), "pqn")
-        for task in REJAX_PQN
-    ),
+    *(_pqn_row(task, settings) for task, settings in REJAX_PQN.items()),
 ]
 
 

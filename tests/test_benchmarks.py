@@ -127,7 +127,8 @@ def test_pixels_benchmark_ends_with_json():
 @pytest.mark.extra("rejax", "gymnax", "rliable")
 def test_returns_benchmark_ends_with_json(tmp_path):
     # One row: the Brax row compiles Brax's PPO for about a minute, too long for a smoke test.
-    args = "--tasks CartPole-v1 --seeds 3 --budget 2048 --episodes 2 --reps 200"
+    # PQN's row on CartPole too (rejax's PQN), named pqn:CartPole-v1.
+    args = "--tasks CartPole-v1 pqn:CartPole-v1 --seeds 3 --budget 2048 --episodes 2 --reps 200"
     report = _report("returns.py", args, timeout=600)
     saved = tmp_path / "returns.log"
     saved.write_text(json.dumps(report))
@@ -143,6 +144,8 @@ def test_returns_benchmark_ends_with_json(tmp_path):
     assert 0 <= low <= high <= 1 and 0 <= p <= 1
     assert row["verdict"] in ("above", "tied", "below")
     assert row["above_threshold"]["rollax"] in range(4) and row["ratio_wall_per_seed"] > 0
+    pqn = report["results"]["pqn:CartPole-v1"]
+    assert pqn["rollax"]["steps"] == 2048 and len(pqn["rejax"]["returns"]) == 3
     assert report["skipped"] == {}
 
 

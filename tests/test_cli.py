@@ -102,6 +102,7 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
         ("pqn", TINY, 4096, 512),
         ("dqn", TINY_DQN, 8000, 1000),
         ("sac", TINY_SAC, 4000, 400),
+        ("td3", TINY_SAC, 4000, 400),
     ],
 )
 def test_sigterm_saves_a_checkpoint_and_resuming_matches_an_uninterrupted_run(

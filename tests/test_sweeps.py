@@ -21,6 +21,7 @@ from rollax.agents.dqn import DQNConfig, make_dqn
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.pqn import PQNConfig, make_pqn
 from rollax.agents.sac import SACConfig, make_sac
+from rollax.agents.td3 import TD3Config, make_td3
 from rollax.training import SCHEDULES, RunConfig, draw_runs, load_run, resume, train
 
 PPO_SMALL = PPOConfig(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2,
@@ -29,6 +30,8 @@ DQN_SMALL = DQNConfig(num_envs=4, total_steps=4000, learning_starts=200, buffer_
                       batch_size=32, gradient_steps=1, hidden_sizes=(16,), num_seeds=2)  # fmt: skip
 PQN_SMALL = PQNConfig(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2,
                       hidden_sizes=(16,), total_steps=4096, num_seeds=2)  # fmt: skip
+TD3_SMALL = TD3Config(num_envs=2, total_steps=4000, learning_starts=100, buffer_size=1000,
+                      batch_size=32, hidden_sizes=(16,), num_seeds=2)  # fmt: skip
 SAC_SMALL = SACConfig(num_envs=2, total_steps=4000, learning_starts=100, buffer_size=1000,
                       batch_size=32, hidden_sizes=(16,), num_seeds=2)  # fmt: skip
 
@@ -55,8 +58,10 @@ def _learner_params(state):
          {"learning_rate": 3e-3, "gamma": 0.95}, 400),
         (make_sac, SAC_SMALL, "Pendulum-v1", ("learning_rate=1e-3,3e-3", "tau=0.01,0.05"),
          {"learning_rate": 3e-3, "tau": 0.05}, 200),
+        (make_td3, TD3_SMALL, "Pendulum-v1", ("learning_rate=1e-3,3e-3", "policy_noise=0.1,0.3"),
+         {"learning_rate": 3e-3, "policy_noise": 0.3}, 200),
     ],
-    ids=["ppo", "pqn", "dqn", "sac"],
+    ids=["ppo", "pqn", "dqn", "sac", "td3"],
 )  # fmt: skip
 def test_a_swept_member_trains_as_its_configuration_alone(make, config, env, sweep, alone, steps):
     swept = make(config.replace(sweep=sweep), env)

@@ -8,7 +8,7 @@ learning from it, with the fields of :class:`OffPolicyConfig`. :func:`with_defau
 configuration subclass its own defaults for the fields it inherits.
 """
 
-from rollax.agents import dqn, ppo, pqn, sac
+from rollax.agents import dqn, ppo, pqn, sac, td3
 from rollax.agents._offpolicy_config import OffPolicyConfig
 from rollax.agents._onpolicy import (
     OnPolicyAgent,
@@ -35,6 +35,7 @@ __all__ = [
     "ppo",
     "pqn",
     "sac",
+    "td3",
     "with_defaults",
 ]
 
@@ -72,5 +73,14 @@ register(
         config_type=sac.SACConfig,
         make=sac.make_sac,
         presets=sac.PRESETS,
+    )
+)
+register(
+    Algorithm(
+        name="td3",
+        title="Twin Delayed DDPG (clipped double-Q, target smoothing, delayed actor)",
+        config_type=td3.TD3Config,
+        make=td3.make_td3,
+        presets=td3.PRESETS,
     )
 )

@@ -36,7 +36,13 @@ import jax.numpy as jnp
 from rollax._struct import pytree_dataclass
 from rollax.buffers import BufferState, SequenceBuffer, Transition
 from rollax.envs import EnvParams, EnvState, VecEnv
-from rollax.ops import normalize_observation, observation_stats, update_observation_stats
+from rollax.ops import (
+    NStepReturn,
+    normalize_observation,
+    nstep_return,
+    observation_stats,
+    update_observation_stats,
+)
 from rollax.training import (
     ENV_PARAMS,
     SEED,
@@ -61,6 +67,7 @@ __all__ = [
     "is_recurrent",
     "make_offpolicy_iteration",
     "no_carry",
+    "nstep_window",
     "observe_for_policy",
     "replay_buffer",
 ]
@@ -131,6 +138,22 @@ LAYOUT = OffPolicyState(
     stored=SHARED,
 )
 """Where each part of :class:`OffPolicyState` lives (see :mod:`rollax.training`'s layouts)."""
+
+
+def nstep_window(batch: Transition, gamma: jax.Array) -> tuple[Any, jax.Array, NStepReturn, Any]:
+    """A sampled batch of windows ``(B, n_step, ...)`` as one-step learners read it.
+
+    Returns:
+        ``(obs, action, ret, next_obs)``: each window's first observation and action, its
+        :class:`~rollax.ops.NStepReturn` (sums that stop at a termination and bootstrap a
+        truncation), and the true successor the return bootstraps from (``final_obs``
+        where an episode ended), leaves ``(B, ...)``.
+    """
+    obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
+    ret = nstep_return(batch.reward, batch.terminated, batch.truncated, gamma)
+    rows = jnp.arange(ret.index.shape[0])
+    next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
+    return obs, batch.action[:, 0], ret, next_obs
 
 
 def no_carry(batch: int) -> tuple:

@@ -61,8 +61,8 @@ from rollax.training import (
     ShardStart,
     build_agent,
     layout_for,
+    shard_env,
     stretch_schedule,
-    training_env,
 )
 from rollax.types import PRNGKey
 
@@ -229,14 +229,7 @@ def onpolicy_env(who: str, config: OnPolicyConfig, env: VecEnv | str, **options:
 
     Built from an id with the config's ``frame_stack`` and ``action_repeat``, or checked.
     """
-    return training_env(
-        who,
-        env,
-        config.num_envs // config.num_shards,
-        frame_stack=config.frame_stack,
-        action_repeat=config.action_repeat,
-        **options,
-    )
+    return shard_env(who, config, env, **options)
 
 
 def build_onpolicy_agent(

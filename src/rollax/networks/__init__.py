@@ -10,7 +10,13 @@ from rollax.networks._actor_critic import (
 )
 from rollax.networks._distributions import Categorical, DiagGaussian, TanhGaussian
 from rollax.networks._init import orthogonal
-from rollax.networks._q import DoubleQ, QNetwork, SquashedGaussianActor, q_head
+from rollax.networks._q import (
+    DeterministicActor,
+    DoubleQ,
+    QNetwork,
+    SquashedGaussianActor,
+    q_head,
+)
 from rollax.networks._recurrent import (
     CELLS,
     Cell,
@@ -45,6 +51,7 @@ __all__ = [
     "CNNEncoder",
     "Conv",
     "Categorical",
+    "DeterministicActor",
     "DiagGaussian",
     "DoubleQ",
     "QNetwork",

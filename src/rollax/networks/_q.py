@@ -13,7 +13,7 @@ from rollax.networks._actor_critic import MLP
 from rollax.networks._init import orthogonal
 from rollax.networks._vision import encode_observation
 
-__all__ = ["DoubleQ", "QNetwork", "SquashedGaussianActor", "q_head"]
+__all__ = ["DeterministicActor", "DoubleQ", "QNetwork", "SquashedGaussianActor", "q_head"]
 
 
 def q_head(x: jax.Array, num_actions: int, dueling: bool) -> jax.Array:
@@ -74,12 +74,14 @@ class DoubleQ(nn.Module):
         activation: Their activation.
         image_shapes: ``(H, W, C)`` of each image key of a dict observation.
         layer_norm: Per-channel layer normalization in the image encoders.
+        mlp_layer_norm: Layer normalization in each hidden layer of the critics' MLPs.
     """
 
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
     image_shapes: Mapping[str, tuple[int, ...]] | None = None
     layer_norm: bool = False
+    mlp_layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: Any, action: jax.Array) -> jax.Array:
@@ -87,7 +89,7 @@ class DoubleQ(nn.Module):
 
         def critic(name: str) -> jax.Array:
             module = _Critic(self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm,
-                             name=name)  # fmt: skip
+                             self.mlp_layer_norm, name=name)  # fmt: skip
             return module(obs, action)
 
         return jnp.stack([critic("q1"), critic("q2")])
@@ -98,12 +100,13 @@ class _Critic(nn.Module):
     activation: str
     image_shapes: Mapping[str, tuple[int, ...]] | None
     layer_norm: bool
+    mlp_layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: Any, action: jax.Array) -> jax.Array:
         x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
         x = jnp.concatenate([x, action.astype(jnp.float32)], axis=-1)
-        x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
+        x = MLP(self.hidden_sizes, self.activation, self.mlp_layer_norm, name="torso")(x)
         return nn.Dense(1, kernel_init=orthogonal(1.0), name="head")(x)[..., 0]
 
 
@@ -142,3 +145,30 @@ class SquashedGaussianActor(nn.Module):
         span = self.log_std_max - self.log_std_min
         log_std = self.log_std_min + 0.5 * span * (jnp.tanh(raw) + 1.0)
         return mean, log_std
+
+
+class DeterministicActor(nn.Module):
+    """A deterministic policy over a box (TD3): observation to an action in ``[-1, 1]``.
+
+    The output is ``tanh`` of a linear head; scale it to the action's bounds.
+
+    Attributes:
+        action_dim: Dimensions of the action.
+        hidden_sizes: Widths of the MLP's hidden layers.
+        activation: Their activation.
+        image_shapes: ``(H, W, C)`` of each image key of a dict observation.
+        layer_norm: Per-channel layer normalization in the image encoders.
+    """
+
+    action_dim: int
+    hidden_sizes: Sequence[int] = (256, 256)
+    activation: str = "relu"
+    image_shapes: Mapping[str, tuple[int, ...]] | None = None
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: Any) -> jax.Array:
+        """float32 ``(..., action_dim)`` in ``[-1, 1]``."""
+        x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
+        x = MLP(self.hidden_sizes, self.activation, name="torso")(x)
+        return jnp.tanh(nn.Dense(self.action_dim, kernel_init=orthogonal(0.01), name="action")(x))

@@ -33,7 +33,7 @@ from rollax.training._agent import (
 )
 from rollax.training._config import ConfigError, config_to_json, decode_config, with_defaults
 from rollax.training._distributed import Cluster, agree_any
-from rollax.training._envs import training_env
+from rollax.training._envs import shard_env, training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
 from rollax.training._keys import RunKeys, run_keys
 from rollax.training._layout import (
@@ -154,6 +154,7 @@ __all__ = [
     "resume",
     "run_keys",
     "train",
+    "shard_env",
     "training_env",
     "vmap_seeds",
     "with_defaults",

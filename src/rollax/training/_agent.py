@@ -464,6 +464,20 @@ def build_agent(
             for future in [pool.submit(job) for job in jobs]:
                 future.result()
 
+    def placed(hook: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
+        """``hook`` with its new state placed as the layout places a state.
+
+        Whatever devices the agent built its new leaves on: agents never name a device.
+        """
+
+        def with_placement(state: Any, total_steps: int) -> Any:
+            new = hook(state, total_steps)
+            if layout.mesh is None:
+                return new
+            return jax.device_put(new, layout.shardings(state_layout, new))
+
+        return with_placement
+
     return Agent(
         name=name,
         config=config,
@@ -474,7 +488,7 @@ def build_agent(
         policy=seed_policy,
         metric_names=metric_names,
         steps_per_iteration=int(steps_per_iteration),
-        with_budget=with_budget,
+        with_budget=placed(with_budget),
         warmup=warmup,
         layout=layout,
         state_layout=state_layout,

@@ -6,7 +6,7 @@ from typing import Any
 
 from rollax.envs import VecEnv
 
-__all__ = ["training_env"]
+__all__ = ["shard_env", "training_env"]
 
 
 def training_env(
@@ -64,3 +64,26 @@ def training_env(
             f"autoreset_mode={env.autoreset_mode!r}."
         )
     return env
+
+
+def shard_env(who: str, config: Any, env: VecEnv | str, **make_options: Any) -> VecEnv:
+    """One shard's training environments for an agent's configuration.
+
+    :func:`training_env` with ``num_envs // num_shards`` environments and the config's
+    ``frame_stack`` and ``action_repeat`` (1 where it has none): the layer, not the agent,
+    knows how a seed's environments are split.
+
+    Args:
+        who: The agent factory, for messages (``"make_dqn"``).
+        config: The agent's configuration (``num_envs``, ``num_shards``).
+        env: A registered id or one shard's ``VecEnv``.
+        **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
+    """
+    return training_env(
+        who,
+        env,
+        config.num_envs // config.num_shards,
+        frame_stack=getattr(config, "frame_stack", 1),
+        action_repeat=getattr(config, "action_repeat", 1),
+        **make_options,
+    )

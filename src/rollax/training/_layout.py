@@ -214,6 +214,16 @@ class Layout:
             check_vma=False,
         )
 
+    def per_seed(
+        self, fn: Callable[..., Any], layouts: Sequence[Any], out_axes: Any = 0
+    ) -> Callable[..., Any]:
+        """``fn`` of one seed's slice of its arguments, over every seed: a per-seed view.
+
+        For an agent's inspection helpers (its Q-values of given observations): see
+        :func:`map_seeds`. ``layouts`` gives one layout per positional argument.
+        """
+        return map_seeds(fn, self.num_seeds, layouts, out_axes)
+
     def on_every_shard(
         self, fn: Callable[[Any], tuple[Any, Any]], state_layout: Any, env: Any, num_envs: int
     ) -> Callable[[Any], tuple[Any, Any]]:

@@ -48,16 +48,16 @@ from rollax.envs import VecEnv
 from rollax.ops import nstep_return
 from rollax.spaces import Discrete
 from rollax.training import (
+    SEED,
     Agent,
     GradientStep,
     Optimizer,
     OptimizerHyperParams,
     layout_for,
-    map_seeds,
     optimizer_values,
     polyak,
+    shard_env,
     stretch_schedule,
-    training_env,
 )
 from rollax.types import PRNGKey
 
@@ -172,7 +172,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     """
     config.validate()
     layout = layout_for(config)
-    env = training_env("make_dqn", env, config.num_envs // config.num_shards, **make_options)
+    env = shard_env("make_dqn", config, env, **make_options)
     if not isinstance(env.action_space, Discrete):
         raise ValueError(
             f"make_dqn: DQN chooses among discrete actions; {env.env_id} has "
@@ -305,8 +305,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         """Stretch the exploration and learning-rate schedules to a new budget."""
         hp = state.learner.hparams
         fractions = [member.exploration_fraction for member in config.member_configs()]
-        steps = np.asarray(np.asarray(fractions) * total_steps, np.float32)
-        steps = jax.device_put(steps, hp.exploration_steps.sharding)  # placed as it was
+        steps = jnp.asarray(np.asarray(fractions) * total_steps, jnp.float32)
         hp = stretch_schedule(hp, config.gradient_steps_in(total_steps))
         return state.replace(
             learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps))
@@ -319,7 +318,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             first = jnp.ones((batch,), bool)
             return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
 
-        return map_seeds(one_seed, layout.num_seeds, (LAYOUT, "seed"))(state, obs)
+        return layout.per_seed(one_seed, (LAYOUT, SEED))(state, obs)
 
     agent = build_offpolicy_agent(
         name="dqn",

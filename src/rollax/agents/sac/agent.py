@@ -18,21 +18,24 @@ import jax
 import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
+from rollax.agents._box import (
+    action_box,
+    critic_values,
+    image_shapes,
+    stretch_learner_schedule,
+)
 from rollax.agents._offpolicy import (
-    LAYOUT,
-    OffPolicyState,
     build_offpolicy_agent,
     feedforward_act,
     feedforward_policy_act,
-    observe_for_policy,
+    nstep_window,
 )
 from rollax.agents.sac.config import SACConfig
 from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
 from rollax.buffers import Transition
 from rollax.envs import VecEnv
 from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
-from rollax.ops import nstep_return
-from rollax.spaces import Box, is_image_key, observation_spec
+from rollax.spaces import observation_spec
 from rollax.training import (
     Agent,
     GradientStep,
@@ -40,11 +43,9 @@ from rollax.training import (
     OptimizerHyperParams,
     ShardStart,
     layout_for,
-    map_seeds,
     optimizer_values,
     polyak,
-    stretch_schedule,
-    training_env,
+    shard_env,
 )
 from rollax.types import PRNGKey
 
@@ -128,38 +129,22 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
     """
     config.validate()
     layout = layout_for(config)
-    env = training_env("make_sac", env, config.num_envs // config.num_shards, **make_options)
-    space = env.action_space
-    if not isinstance(space, Box) or len(space.shape) != 1:
-        raise ValueError(
-            f"make_sac: SAC acts in a 1-D box of continuous actions; {env.env_id} has "
-            f"{space!r}. Use DQN (rollax.agents.dqn) for discrete actions."
-        )
-    low = jnp.asarray(space.low, jnp.float32) * jnp.ones(space.shape, jnp.float32)
-    high = jnp.asarray(space.high, jnp.float32) * jnp.ones(space.shape, jnp.float32)
-    if not (jnp.isfinite(low).all() and jnp.isfinite(high).all() and (high > low).all()):
-        raise ValueError(
-            f"make_sac: SAC squashes actions into their bounds, so they must be finite with "
-            f"low < high; {env.env_id} has {space!r}."
-        )
-    action_dim = int(space.shape[0])
+    env = shard_env("make_sac", config, env, **make_options)
+    box = action_box("make_sac: SAC", env, "DQN (rollax.agents.dqn)")
+    low, high, action_dim = box.low, box.high, box.dim
     obs_spec = observation_spec(env.observation_space, "make_sac: SAC")
-    image_shapes = (
-        {k: s.shape for k, s in obs_spec.items() if is_image_key(k)}
-        if isinstance(obs_spec, dict)
-        else None
-    )
+    images = image_shapes(obs_spec)
     actor = SquashedGaussianActor(
         action_dim=action_dim,
         hidden_sizes=tuple(config.hidden_sizes),
         activation=config.activation,
-        image_shapes=image_shapes,
+        image_shapes=images,
         layer_norm=config.encoder_layer_norm,
     )
     critic = DoubleQ(
         hidden_sizes=tuple(config.hidden_sizes),
         activation=config.activation,
-        image_shapes=image_shapes,
+        image_shapes=images,
         layer_norm=config.encoder_layer_norm,
     )
     step = GradientStep(mean=layout.mean)
@@ -220,13 +205,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             return action, noise
         k_policy, k_uniform = jax.random.split(key)
         sampled = policy(learner.params["actor"], obs).sample(k_policy)
-        uniform = jax.random.uniform(
-            k_uniform,
-            sampled.shape,
-            jnp.float32,
-            jnp.broadcast_to(low, sampled.shape),
-            jnp.broadcast_to(high, sampled.shape),
-        )
+        uniform = box.uniform(k_uniform, sampled.shape)
         return jnp.where(env_steps < config.learning_starts, uniform, sampled), noise
 
     def learn(
@@ -235,11 +214,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         hp, params = learner.hparams, learner.params
         weights = optimizer.transformation(hp, learner.steps)
         k_next, k_actor = jax.random.split(key)
-        obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
-        action = batch.action[:, 0]
-        ret = nstep_return(batch.reward, batch.terminated, batch.truncated, hp.gamma)
-        rows = jnp.arange(ret.index.shape[0])
-        next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
+        obs, action, ret, next_obs = nstep_window(batch, hp.gamma)
 
         # One draw of the policy's noise serves the temperature's and the actor's losses.
         noise = jax.random.normal(k_actor, action.shape, jnp.float32)
@@ -296,22 +271,10 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         }
         return learner, metrics
 
-    def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
-        """Stretch the learning-rate schedule to a new budget."""
-        hp = stretch_schedule(state.learner.hparams, config.gradient_steps_in(total_steps))
-        return state.replace(learner=state.learner.replace(hparams=hp))
-
     def policy_act(learner: SACLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
         """The squashed mean action, or a sample: float32 ``(B, action_dim)``."""
         dist = policy(learner.params["actor"], obs)
         return dist.mode() if deterministic else dist.sample(key)
-
-    def q_values(state: OffPolicyState, obs: Any, action: jax.Array) -> jax.Array:
-        def one_seed(state: OffPolicyState, obs: Any, action: jax.Array) -> jax.Array:
-            seen = observe_for_policy(state, obs, config.normalize_obs)
-            return critic.apply(state.learner.params["critic"], seen, action)
-
-        return map_seeds(one_seed, layout.num_seeds, (LAYOUT, "seed", "seed"))(state, obs, action)
 
     agent = build_offpolicy_agent(
         name="sac",
@@ -325,7 +288,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         learn=learn,
         metric_names=METRICS,
         policy_act=feedforward_policy_act(policy_act),
-        with_budget=with_budget,
+        with_budget=stretch_learner_schedule(config),
         init_explore=init_noise if config.exploration_correlation > 0 else None,
     )
-    return SAC(**vars(agent), q_values=jax.jit(q_values))
+    return SAC(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs))

@@ -1,0 +1,115 @@
+"""What the agents of continuous actions share (SAC, TD3): the box they act in."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rollax.agents._offpolicy import LAYOUT, OffPolicyState, observe_for_policy
+from rollax.envs import VecEnv
+from rollax.spaces import Box, is_image_key
+from rollax.training import SEED, Layout, stretch_schedule
+from rollax.types import PRNGKey
+
+__all__ = ["ActionBox", "action_box", "critic_values", "image_shapes", "stretch_learner_schedule"]
+
+
+class ActionBox(NamedTuple):
+    """A bounded 1-D box of actions.
+
+    Attributes:
+        low: float32 ``(action_dim,)``: the lower bounds.
+        high: float32 ``(action_dim,)``: the upper bounds.
+    """
+
+    low: jax.Array
+    high: jax.Array
+
+    @property
+    def dim(self) -> int:
+        """Action dimensions."""
+        return int(self.low.shape[0])
+
+    def uniform(self, key: PRNGKey, shape: tuple[int, ...]) -> jax.Array:
+        """float32 actions of ``shape`` (``(..., action_dim)``), uniform in the box."""
+        low, high = self.bounds(shape)
+        return jax.random.uniform(key, shape, jnp.float32, low, high)
+
+    def bounds(self, shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
+        """``(low, high)`` broadcast to actions of ``shape`` (``(..., action_dim)``)."""
+        return jnp.broadcast_to(self.low, shape), jnp.broadcast_to(self.high, shape)
+
+    def scale(self, unit: jax.Array) -> jax.Array:
+        """Actions in ``[-1, 1]`` (a ``tanh`` output) moved to the box."""
+        low, high = self.bounds(unit.shape)
+        return low + 0.5 * (unit + 1.0) * (high - low)
+
+    def clip(self, action: jax.Array) -> jax.Array:
+        """``action`` clipped into the box."""
+        return jnp.clip(action, *self.bounds(action.shape))
+
+    def noise(self, key: PRNGKey, shape: tuple[int, ...], scale: jax.Array) -> jax.Array:
+        """Gaussian noise of ``scale`` half ranges of each action, float32 ``shape``."""
+        low, high = self.bounds(shape)
+        return jax.random.normal(key, shape, jnp.float32) * scale * 0.5 * (high - low)
+
+
+def action_box(who: str, env: VecEnv, other: str) -> ActionBox:
+    """The box ``env`` acts in, or a ``ValueError`` naming what is wrong with its actions.
+
+    Args:
+        who: The agent, for messages (``"make_sac: SAC"``).
+        env: One shard's environments.
+        other: What to use for discrete actions, for the message.
+    """
+    space = env.action_space
+    if not isinstance(space, Box) or len(space.shape) != 1:
+        raise ValueError(
+            f"{who} acts in a 1-D box of continuous actions; {env.env_id} has {space!r}. "
+            f"Use {other} for discrete actions."
+        )
+    low = jnp.asarray(space.low, jnp.float32) * jnp.ones(space.shape, jnp.float32)
+    high = jnp.asarray(space.high, jnp.float32) * jnp.ones(space.shape, jnp.float32)
+    if not (jnp.isfinite(low).all() and jnp.isfinite(high).all() and (high > low).all()):
+        raise ValueError(
+            f"{who} keeps actions inside their bounds, so they must be finite with low < "
+            f"high; {env.env_id} has {space!r}."
+        )
+    return ActionBox(low, high)
+
+
+def image_shapes(obs_spec: Any) -> dict[str, tuple[int, ...]] | None:
+    """``(H, W, C)`` of each image entry of a dict observation's spec (``None``: a vector)."""
+    if not isinstance(obs_spec, dict):
+        return None
+    return {k: s.shape for k, s in obs_spec.items() if is_image_key(k)}
+
+
+def critic_values(layout: Layout, critic: Any, normalize_obs: bool) -> Any:
+    """``(state, obs, action) -> q``: every seed's twin critics, for inspection.
+
+    float32 ``(num_seeds, 2, B)`` for raw observations ``(num_seeds, B, ...)`` and actions
+    ``(num_seeds, B, action_dim)``; ``critic`` is the :class:`~rollax.networks.DoubleQ`
+    module whose parameters are ``state.learner.params["critic"]``.
+    """
+
+    def one_seed(state: OffPolicyState, obs: Any, action: jax.Array) -> jax.Array:
+        seen = observe_for_policy(state, obs, normalize_obs)
+        return critic.apply(state.learner.params["critic"], seen, action)
+
+    return jax.jit(layout.per_seed(one_seed, (LAYOUT, SEED, SEED)))
+
+
+def stretch_learner_schedule(config: Any) -> Any:
+    """An off-policy agent's ``with_budget``: ``(state, total_steps) -> state``.
+
+    The learner's learning-rate schedule stretched to the gradient steps of the new budget.
+    """
+
+    def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
+        hp = stretch_schedule(state.learner.hparams, config.gradient_steps_in(total_steps))
+        return state.replace(learner=state.learner.replace(hparams=hp))
+
+    return with_budget

@@ -1,0 +1,252 @@
+"""TD3 as an off-policy learner: ``make_td3(config, env) -> TD3``.
+
+The learner holds a deterministic actor, twin critics and a target of each for one seed; the
+shared off-policy driver acts with it into the replay buffer and calls ``learn`` for each
+gradient step. Each step moves the critics towards the smaller target critic's value of the
+successor under the smoothed target policy (windows of ``n_step`` transitions: sums stop at
+a termination, a truncation bootstraps from its true final observation); every
+``policy_delay`` steps the actor follows the first critic and the targets move by ``tau``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from rollax._struct import pytree_dataclass
+from rollax.agents._box import (
+    action_box,
+    critic_values,
+    image_shapes,
+    stretch_learner_schedule,
+)
+from rollax.agents._offpolicy import (
+    build_offpolicy_agent,
+    feedforward_act,
+    feedforward_policy_act,
+    nstep_window,
+)
+from rollax.agents.sac.losses import sac_critic_loss
+from rollax.agents.td3.config import TD3Config
+from rollax.agents.td3.losses import smoothed_action, td3_actor_loss, td3_target
+from rollax.buffers import Transition
+from rollax.envs import VecEnv
+from rollax.networks import DeterministicActor, DoubleQ
+from rollax.spaces import observation_spec
+from rollax.training import (
+    Agent,
+    GradientStep,
+    Optimizer,
+    OptimizerHyperParams,
+    layout_for,
+    optimizer_values,
+    polyak,
+    shard_env,
+)
+from rollax.types import PRNGKey
+
+__all__ = ["TD3", "TD3HyperParams", "TD3Learner", "make_td3"]
+
+METRICS = ("critic_loss", "actor_loss", "q_value")
+"""TD3's metrics: its two losses and the mean Q-value of the replayed actions."""
+
+
+@pytree_dataclass
+class TD3HyperParams(OptimizerHyperParams):
+    """Hyperparameters as data (one value per seed): changing them does not recompile.
+
+    The optimizer's (:class:`rollax.training.OptimizerHyperParams`, for the actor and the
+    critics), and:
+
+    Attributes:
+        gamma: Discount.
+        tau: Weight of the online networks in each target update.
+        exploration_noise: Standard deviation of the exploration noise.
+        policy_noise: Standard deviation of the target policy's smoothing noise.
+        noise_clip: Its bound.
+    """
+
+    gamma: jax.Array
+    tau: jax.Array
+    exploration_noise: jax.Array
+    policy_noise: jax.Array
+    noise_clip: jax.Array
+
+
+@pytree_dataclass
+class TD3Learner:
+    """One seed's TD3 learner.
+
+    Attributes:
+        params: ``{"actor", "critic"}``: the trained parameters.
+        target: ``{"actor", "critic"}``: their targets.
+        actor_opt: The optimizer's state for the actor.
+        critic_opt: The optimizer's state for the critics.
+        hparams: :class:`TD3HyperParams`.
+        steps: int32 ``()``: critic steps taken (the actor steps every ``policy_delay``).
+    """
+
+    params: dict[str, Any]
+    target: dict[str, Any]
+    actor_opt: Any
+    critic_opt: Any
+    hparams: TD3HyperParams
+    steps: jax.Array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TD3(Agent):
+    """TD3 as an :class:`~rollax.training.Agent`, plus its critics for inspection.
+
+    Attributes:
+        q_values: ``(state, obs, action) -> q``: every seed's twin critics, float32
+            ``(num_seeds, 2, B)`` for observations ``(num_seeds, B, ...)`` (raw) and actions
+            ``(num_seeds, B, action_dim)``.
+    """
+
+    q_values: Any = None
+
+
+def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
+    """Build TD3 for an environment with box actions (any finite bounds).
+
+    Args:
+        config: The configuration; checked here, before anything compiles.
+        env: A registered id (built with ``num_envs // num_shards`` environments) or a
+            ``VecEnv`` of one shard's environments, exactly that many.
+        **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
+
+    Raises:
+        ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, or an
+            environment whose actions are not a bounded 1-D box.
+    """
+    config.validate()
+    layout = layout_for(config)
+    env = shard_env("make_td3", config, env, **make_options)
+    box = action_box("make_td3: TD3", env, "DQN or PQN")
+    obs_spec = observation_spec(env.observation_space, "make_td3: TD3")
+    shared = dict(
+        hidden_sizes=tuple(config.hidden_sizes),
+        activation=config.activation,
+        image_shapes=image_shapes(obs_spec),
+        layer_norm=config.encoder_layer_norm,
+    )
+    actor = DeterministicActor(action_dim=box.dim, **shared)
+    critic = DoubleQ(mlp_layer_norm=config.critic_layer_norm, **shared)
+    step = GradientStep(mean=layout.mean)
+    optimizer = Optimizer.of(config)
+
+    def policy(params: Any, obs: Any) -> jax.Array:
+        return box.scale(actor.apply(params, obs))
+
+    def explored(learner: TD3Learner, obs: Any, key: PRNGKey) -> jax.Array:
+        """The actor's actions with Gaussian noise of ``exploration_noise`` half ranges."""
+        action = policy(learner.params["actor"], obs)
+        return box.clip(action + box.noise(key, action.shape, learner.hparams.exploration_noise))
+
+    def hyperparams(member: TD3Config) -> TD3HyperParams:
+        """One seed's hyperparameters for a member's configuration (Python numbers)."""
+        return TD3HyperParams(
+            **optimizer_values(member, member.gradient_steps_in(member.total_steps)),
+            gamma=member.gamma,
+            tau=member.tau,
+            exploration_noise=member.exploration_noise,
+            policy_noise=member.policy_noise,
+            noise_clip=member.noise_clip,
+        )
+
+    def init_learner(key: PRNGKey, hparams: TD3HyperParams) -> TD3Learner:
+        k_actor, k_critic = jax.random.split(key)
+        obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
+        params = {
+            "actor": actor.init(k_actor, obs),
+            "critic": critic.init(k_critic, obs, jnp.zeros((box.dim,), jnp.float32)),
+        }
+        return TD3Learner(
+            params=params,
+            target=params,
+            actor_opt=optimizer.init(params["actor"]),
+            critic_opt=optimizer.init(params["critic"]),
+            hparams=hparams,
+            steps=jnp.zeros((), jnp.int32),
+        )
+
+    def act(learner: TD3Learner, explore: None, obs: Any, key: PRNGKey, env_steps: jax.Array):
+        """Uniform actions in the box until learning starts, then the noisy actor's."""
+        k_noise, k_uniform = jax.random.split(key)
+        action = explored(learner, obs, k_noise)
+        uniform = box.uniform(k_uniform, action.shape)
+        return jnp.where(env_steps < config.learning_starts, uniform, action), explore
+
+    def learn(
+        learner: TD3Learner, batch: Transition, weight: jax.Array, key: PRNGKey
+    ) -> tuple[TD3Learner, dict[str, jax.Array]]:
+        hp, params, target = learner.hparams, learner.params, learner.target
+        weights = optimizer.transformation(hp, learner.steps)
+        obs, action, ret, next_obs = nstep_window(batch, hp.gamma)
+
+        # The critics, towards the smaller target value under the smoothed target policy.
+        noise = jax.random.normal(key, action.shape, jnp.float32)
+        next_action = smoothed_action(
+            policy(target["actor"], next_obs), noise, hp.policy_noise, hp.noise_clip,
+            box.low, box.high,
+        )  # fmt: skip
+        next_q = critic.apply(target["critic"], next_obs, next_action)
+        y = td3_target(ret.reward, ret.discount, next_q)
+
+        def critic_loss(critic_params: Any) -> tuple[jax.Array, jax.Array]:
+            q = critic.apply(critic_params, obs, action)
+            return sac_critic_loss(q, y), q
+
+        (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
+        critic_params, critic_opt = step(weights, params["critic"], learner.critic_opt, critic_grad)
+
+        # Every policy_delay steps: the actor against the updated critics, then the targets.
+        def actor_loss(actor_params: Any) -> jax.Array:
+            return td3_actor_loss(critic.apply(critic_params, obs, policy(actor_params, obs)))
+
+        pi_loss, actor_grad = jax.value_and_grad(actor_loss)(params["actor"])
+        actor_params, actor_opt = step(weights, params["actor"], learner.actor_opt, actor_grad)
+        delayed = (learner.steps + 1) % config.policy_delay == 0
+        actor_params, actor_opt = jax.tree.map(
+            lambda new, old: jnp.where(delayed, new, old),
+            (actor_params, actor_opt),
+            (params["actor"], learner.actor_opt),
+        )
+        online = {"actor": actor_params, "critic": critic_params}
+        target = jax.tree.map(
+            lambda new, old: jnp.where(delayed, new, old), polyak(target, online, hp.tau), target
+        )
+        learner = learner.replace(
+            params=online,
+            target=target,
+            actor_opt=actor_opt,
+            critic_opt=critic_opt,
+            steps=learner.steps + 1,
+        )
+        return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_value": q.mean()}
+
+    def policy_act(learner: TD3Learner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
+        """The actor's action, or with its exploration noise: float32 ``(B, action_dim)``."""
+        if deterministic:
+            return policy(learner.params["actor"], obs)
+        return explored(learner, obs, key)
+
+    agent = build_offpolicy_agent(
+        name="td3",
+        config=config,
+        layout=layout,
+        env=env,
+        obs_spec=obs_spec,
+        hyperparams=hyperparams,
+        init_learner=init_learner,
+        act=feedforward_act(act),
+        learn=learn,
+        metric_names=METRICS,
+        policy_act=feedforward_policy_act(policy_act),
+        with_budget=stretch_learner_schedule(config),
+    )
+    return TD3(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs))

@@ -1,0 +1,91 @@
+"""TD3: target smoothing and the clipped double-Q target by hand, the truncation probe's
+infinite-horizon value, delayed actor updates, Pendulum, bad input."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rollax.agents.td3 import PRESETS, TD3Config, make_td3, smoothed_action, td3_target
+from rollax.envs import VecEnv
+from rollax.envs.probes import Probe, ProbeParams
+
+
+def test_smoothed_action_and_target_against_hand_computed_values():
+    # Noise in half ranges (1 and 2 here), clipped to +-0.5 before scaling, then the action
+    # clipped to its box.
+    action = jnp.asarray([[0.9, -0.2], [0.0, 0.0]])
+    noise = jnp.asarray([[1.0, -4.0], [-1.0, 2.0]])
+    low, high = jnp.asarray([-1.0, -2.0]), jnp.asarray([1.0, 2.0])
+    got = smoothed_action(action, noise, 0.2, 0.5, low, high)
+    np.testing.assert_allclose(got, [[1.0, -1.2], [-0.2, 0.8]], rtol=1e-6)
+    # The smaller critic, discounted as the n-step return says (0 after a termination).
+    next_q = jnp.asarray([[3.0, 5.0], [4.0, 1.0]])
+    target = td3_target(jnp.asarray([1.0, 2.0]), jnp.asarray([0.9, 0.0]), next_q)
+    np.testing.assert_allclose(target, [1.0 + 0.9 * 3.0, 2.0], rtol=1e-6)
+
+
+PROBE = TD3Config(
+    num_envs=4, total_steps=8_000, buffer_size=2_000, learning_starts=200, batch_size=64,
+    learning_rate=3e-3, gamma=0.9, hidden_sizes=(32,), normalize_obs=False,
+)  # fmt: skip
+
+
+def _q(agent, state, obs, action):
+    """Both critics of seed 0 for one observation and action: (2,)."""
+    obs = jnp.asarray(obs, jnp.float32).reshape(1, 1, -1)
+    action = jnp.asarray(action, jnp.float32).reshape(1, 1, -1)
+    return np.asarray(agent.q_values(state, obs, action))[0, :, 0]
+
+
+def test_td3_bootstraps_through_truncation_to_the_infinite_horizon_value():
+    # Reward 1 forever, cut every 5 steps; the observation does not show time. The value is
+    # 1 / (1 - 0.9) = 10 only for a learner that bootstraps through the cut.
+    env = VecEnv(Probe("truncation", continuous=True), PROBE.num_envs)
+    agent = make_td3(PROBE, env)
+    state = agent.init(jax.random.key(0), env_params=ProbeParams(max_episode_steps=np.int32(5)))
+    state, metrics = agent.run(state, PROBE.total_steps)
+    assert bool(np.asarray(metrics["finite"]).all())
+    q = _q(agent, state, [0.0], [0.0])
+    assert np.abs(q - 10.0).max() <= 0.5, q
+
+
+def test_the_actor_and_the_targets_move_every_policy_delay_steps():
+    config = PROBE.replace(total_steps=8, learning_starts=4, policy_delay=2, batch_size=8)
+    agent = make_td3(config, VecEnv(Probe("action", continuous=True), config.num_envs))
+    state = agent.init(jax.random.key(1))
+    state, _ = agent.run(state, 4)  # one learning phase: the first critic step
+    first = state.learner
+    state, _ = agent.run(state, 4)  # the second: the actor and the targets move
+    second = state.learner
+    assert int(first.steps[0]) == 1 and int(second.steps[0]) == 2
+
+    def same(a, b):
+        pairs = zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+        return all(np.array_equal(x, y) for x, y in pairs)
+
+    start = agent.init(jax.random.key(1)).learner
+    assert not same(first.params["critic"], start.params["critic"])
+    assert same(first.params["actor"], start.params["actor"]) and same(first.target, start.target)
+    assert not same(second.params["actor"], first.params["actor"])
+    assert not same(second.target, first.target)
+
+
+@pytest.mark.slow
+def test_td3_solves_pendulum_with_its_preset_on_most_seeds():
+    config = PRESETS["Pendulum-v1"].replace(num_seeds=3)
+    agent = make_td3(config, "Pendulum-v1")
+    state, _ = agent.run(agent.init(jax.random.key(0)), config.total_steps)
+    returns = np.asarray(agent.evaluate(state, jax.random.key(1), num_episodes=16)).mean(axis=1)
+    assert (returns >= -250).sum() >= 2, returns
+
+
+def test_bad_input_is_refused_before_anything_compiles():
+    with pytest.raises(ValueError, match="TD3 acts in a 1-D box of continuous actions"):
+        make_td3(TD3Config(), "CartPole-v1")
+    with pytest.raises(ValueError, match=r"TD3Config\.policy_delay must be a positive integer"):
+        make_td3(TD3Config(policy_delay=0), "Pendulum-v1")
+    with pytest.raises(ValueError, match=r"TD3Config\.noise_clip must be >= 0"):
+        make_td3(TD3Config(noise_clip=-1.0), "Pendulum-v1")
