@@ -216,7 +216,7 @@ def ppo(sizes: Sizes, repeats: int) -> dict[str, Any]:
     r, j = out["cartpole_rollax"]["half_s_to_solve"], out["cartpole_rejax"]["half_s_to_solve"]
     out["ratio_cartpole_half_time_to_475"] = r / j if r and j else None
 
-    row = next(row for row in returns.ROWS if row.task == "gymnax/Breakout-MinAtar")
+    row = next(row for row in returns.ROWS if row.name == "gymnax/Breakout-MinAtar")  # PPO
     for name, run_fn in (("rejax", returns.rejax_run), ("rollax", returns.rollax_run)):
         run = run_fn(row, sizes.minatar_steps, sizes.ppo_seeds, sizes.episodes)
         run["mean_return"] = float(np.mean(run["returns"]))

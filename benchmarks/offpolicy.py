@@ -1,5 +1,5 @@
-"""DQN on CartPole-v1 and SAC on Pendulum-v1: time to threshold and throughput, rollax
-against rejax.
+"""DQN on CartPole-v1, SAC and TD3 on Pendulum-v1: time to threshold and throughput,
+rollax against rejax.
 
 Both libraries train with rejax's own settings for these tasks (its
 ``configs/gymnax/cartpole.yaml`` and ``pendulum.yaml``):
@@ -12,6 +12,10 @@ Both libraries train with rejax's own settings for these tasks (its
 * SAC, Pendulum-v1: swish 64x64, 1 environment, buffer 10,000, learning starts 256,
   batch 256, Adam 1e-2, one gradient step per environment step, Polyak 0.98, target
   entropy -1, normalized observations, 10,000 steps. rollax: ``PRESETS["Pendulum-v1"]``.
+* TD3, Pendulum-v1: swish 64x64, 1 environment, buffer 10,000, learning starts 1,000,
+  batch 100, Adam 1e-3 with gradients bounded at norm 100, Polyak 0.95, exploration noise
+  0.3, target noise 0.2 clipped at 0.5, actor every 2 critic steps, normalized
+  observations, 10,000 steps. rollax: ``PRESETS["Pendulum-v1"]`` of TD3.
 
 rejax 0.1.3 was written for gymnax's old 5-value ``step``; its environment is wrapped to
 return ``done = terminated or truncated`` (what rejax expected: its targets cannot tell a
@@ -51,6 +55,7 @@ from _common import FiveValueStep, Timed, median_of, median_seconds, use_compila
 
 DQN_REJAX = dict(
     agent="DuelingQNetwork",
+    agent_kwargs={"activation": "swish"},
     num_envs=10,
     buffer_size=50_000,
     fill_buffer=5_000,
@@ -66,6 +71,7 @@ DQN_REJAX = dict(
     ddqn=True,
 )
 SAC_REJAX = dict(
+    agent_kwargs={"activation": "swish"},
     num_envs=1,
     buffer_size=10_000,
     fill_buffer=256,
@@ -77,32 +83,44 @@ SAC_REJAX = dict(
     gamma=0.99,
     normalize_observations=True,
 )
+TD3_REJAX = dict(
+    actor_kwargs={"activation": "swish"},
+    critic_kwargs={"activation": "swish"},
+    num_envs=1,
+    buffer_size=10_000,
+    fill_buffer=1_000,
+    batch_size=100,
+    learning_rate=1e-3,
+    num_epochs=1,
+    gamma=0.99,
+    polyak=0.95,
+    max_grad_norm=100.0,
+    exploration_noise=0.3,
+    target_noise=0.2,
+    target_noise_clip=0.5,
+    policy_delay=2,
+    normalize_observations=True,
+)
 TASKS = {
     "dqn": {"env": "CartPole-v1", "threshold": 475.0, "total": 100_000, "rejax": DQN_REJAX},
     "sac": {"env": "Pendulum-v1", "threshold": -250.0, "total": 10_000, "rejax": SAC_REJAX},
+    "td3": {"env": "Pendulum-v1", "threshold": -250.0, "total": 10_000, "rejax": TD3_REJAX},
 }
 
 
 # ---------------------------------------------------------------------------- rollax
 def rollax_config(algo: str) -> Any:
-    """rollax's configuration with rejax's settings (and the task's budget)."""
-    if algo == "dqn":
-        from rollax.agents.dqn import DQNConfig
+    """rollax's configuration with rejax's settings (its preset, and the task's budget)."""
+    from rollax.training import get_algorithm
 
-        return DQNConfig(total_steps=TASKS[algo]["total"])
-    from rollax.agents.sac import PRESETS
-
-    return PRESETS["Pendulum-v1"].replace(total_steps=TASKS[algo]["total"])
+    preset = get_algorithm(algo).config_for(TASKS[algo]["env"])
+    return preset.replace(total_steps=TASKS[algo]["total"])
 
 
 def rollax_agent(algo: str, config: Any) -> Any:
-    if algo == "dqn":
-        from rollax.agents.dqn import make_dqn
+    from rollax.training import get_algorithm
 
-        return make_dqn(config, TASKS[algo]["env"])
-    from rollax.agents.sac import make_sac
-
-    return make_sac(config, TASKS[algo]["env"])
+    return get_algorithm(algo).make(config, TASKS[algo]["env"])
 
 
 def rollax_solver(algo: str, seed: int, chunk: int, episodes: int) -> dict[str, Any]:
@@ -127,16 +145,14 @@ def rollax_solver(algo: str, seed: int, chunk: int, episodes: int) -> dict[str, 
 def rejax_algo(algo: str) -> tuple[Any, Any, Any]:
     """rejax's agent with its settings for the task, on gymnax's environment."""
     import gymnax
-    from rejax import DQN, SAC
+    import rejax
 
     task = TASKS[algo]
     env, env_params = gymnax.make(task["env"])
     env = FiveValueStep(env)
-    cls = DQN if algo == "dqn" else SAC
-    agent = cls.create(
+    agent = getattr(rejax, algo.upper()).create(
         env=env,
         env_params=env_params,
-        agent_kwargs={"activation": "swish"},
         **task["rejax"],
         total_timesteps=task["total"],
         eval_freq=task["total"],
@@ -239,7 +255,7 @@ def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
 def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of one algorithm."""
     task = TASKS[algo]
-    chunk = args.dqn_chunk if algo == "dqn" else args.sac_chunk
+    chunk = getattr(args, f"{algo}_chunk")
     print(f"{algo.upper()} on {task['env']}: threshold {task['threshold']}, chunks of {chunk:,}")
     report: dict[str, Any] = {}
     cache = tempfile.mkdtemp(prefix="rollax-bench-cache-")
@@ -262,8 +278,7 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
         _print_run("rollax", f"seed {seed}, warm cache", warm[-1])
     report["rollax_warm_cache"] = warm
     use_compilation_cache(None)
-    tput = throughput(algo, args.dqn_tput_steps if algo == "dqn" else args.sac_tput_steps,
-                      args.repeats)  # fmt: skip
+    tput = throughput(algo, getattr(args, f"{algo}_tput_steps"), args.repeats)
     report["throughput_steps_per_s"] = tput
     summary: dict[str, Any] = {"seeds_reaching_threshold": {}, "median_s_to_threshold": {}}
     for name in ("rollax", "rollax_warm_cache", "rejax"):
@@ -304,6 +319,9 @@ def main() -> None:
     parser.add_argument("--dqn-total", type=int, help="DQN budget (default 100,000)")
     parser.add_argument("--sac-total", type=int, help="SAC budget (default 10,000)")
     parser.add_argument("--sac-tput-steps", type=int, default=2_000)
+    parser.add_argument("--td3-chunk", type=int, default=500, help="steps between evals")
+    parser.add_argument("--td3-total", type=int, help="TD3 budget (default 10,000)")
+    parser.add_argument("--td3-tput-steps", type=int, default=2_000)
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; rejax's environments are "
           "adapted to gymnax 1.0's 6-value step (done = terminated or truncated).")  # fmt: skip

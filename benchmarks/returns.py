@@ -1,8 +1,8 @@
 """Learning quality: final returns over many seeds, rollax's presets against the peer.
 
-One row per task rollax ships a PPO preset for, and one per task of its PQN presets
-(``pqn:CartPole-v1``), each run side by side with its peer on the same budget and
-``--seeds`` seeds (10 by default; each library compiles afresh for every row:
+One row per task rollax ships a PPO preset for, and one per task of its PQN and TD3 presets
+(``pqn:CartPole-v1``, ``td3:Pendulum-v1``), each run side by side with its peer on the same
+budget and ``--seeds`` seeds (10 by default; each library compiles afresh for every row:
 ``jax.clear_caches()``):
 
 ==============================  ===================  ==============================================
@@ -23,6 +23,8 @@ pqn:CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its 
                                                      ``configs/gymnax/cartpole.yaml`` settings
 pqn:gymnax/<game>-MinAtar       1,048,576 steps      rejax 0.1.3's PQN with purejaxql's MinAtar
                                                      settings (``pqn_minatar.yaml``)
+td3:Pendulum-v1                 the preset's budget  rejax 0.1.3's TD3 with its own
+                                                     ``configs/gymnax/pendulum.yaml`` settings
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
@@ -149,6 +151,16 @@ _PQN_MINATAR = dict(
     td_lambda=0.65,
     normalize_observations=False,
 )
+# rejax's own TD3 settings, configs/gymnax/pendulum.yaml (total_timesteps and eval_freq
+# aside): the same as rollax's Pendulum preset.
+REJAX_TD3 = {
+    "Pendulum-v1": dict(
+        actor_kwargs={"activation": "swish"}, critic_kwargs={"activation": "swish"},
+        num_envs=1, buffer_size=10_000, fill_buffer=1_000, batch_size=100, learning_rate=1e-3,
+        num_epochs=1, gamma=0.99, polyak=0.95, max_grad_norm=100, exploration_noise=0.3,
+        target_noise=0.2, target_noise_clip=0.5, policy_delay=2, normalize_observations=True,
+    ),
+}  # fmt: skip
 REJAX_PQN = {
     "CartPole-v1": dict(
         num_envs=16, num_steps=128, num_minibatches=16, max_grad_norm=10, learning_rate=3e-4,
@@ -229,7 +241,7 @@ class Row:
     """A return that tells a run which learned the task from one stuck short of it, where
     runs split that way (``None``: no such split)."""
     algo: str = "ppo"
-    """rollax's agent, and the peer's (``"ppo"`` or ``"pqn"``)."""
+    """rollax's agent, and the peer's (``"ppo"``, ``"pqn"`` or ``"td3"``)."""
 
     @property
     def name(self) -> str:
@@ -268,11 +280,12 @@ ROWS = [
     Row("jumanji/Snake-v1", "random", "jumanji/Snake-v1", {}),
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
     *(_pqn_row(task, settings) for task, settings in REJAX_PQN.items()),
+    *(Row(task, "rejax", task, s, None, None, "td3") for task, s in REJAX_TD3.items()),
 ]
 
 
 def presets(algo: str) -> dict[str, Any]:
-    """rollax's presets of ``algo`` (``"ppo"`` or ``"pqn"``)."""
+    """rollax's presets of ``algo`` (``"ppo"``, ``"pqn"`` or ``"td3"``)."""
     import importlib
 
     return importlib.import_module(f"rollax.agents.{algo}").PRESETS
@@ -301,13 +314,14 @@ def authors_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, A
 def ppo_run(
     preset: Any, task: str, budget: int, seeds: int, episodes: int, algo: str = "ppo"
 ) -> dict[str, Any]:
-    """rollax's PPO (or another on-policy ``algo``) with ``preset`` on ``task`` for ``budget``
-    steps per seed (whole rollouts), ``seeds`` seeds trained together in one program
-    (``num_seeds``: each seed's key split from ``key(0)``; rejax's seeds are ``key(0)`` to
-    ``key(seeds - 1)``)."""
+    """rollax's PPO (or another ``algo``) with ``preset`` on ``task`` for ``budget`` steps
+    per seed (whole iterations: rollouts, or vectorized steps), ``seeds`` seeds trained
+    together in one program (``num_seeds``: each seed's key split from ``key(0)``; rejax's
+    seeds are ``key(0)`` to ``key(seeds - 1)``)."""
     from rollax.training import get_algorithm
 
-    steps = max(budget // preset.batch_size, 1) * preset.batch_size
+    unit = preset.steps_per_iteration
+    steps = max(budget // unit, 1) * unit
     config = preset.replace(total_steps=steps, num_seeds=seeds)
     jax.clear_caches()
     with Timed() as t:

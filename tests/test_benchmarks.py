@@ -98,16 +98,17 @@ def test_buffers_benchmark_ends_with_json():
 @pytest.mark.extra("rejax", "gymnax")
 def test_offpolicy_benchmark_ends_with_json():
     args = (
-        "--algos sac --seeds 1 --sac-total 600 --sac-chunk 300 --episodes 2 --repeats 1 "
-        "--sac-tput-steps 300"
+        "--algos sac td3 --seeds 1 --sac-total 600 --sac-chunk 300 --td3-total 1200 "
+        "--td3-chunk 600 --episodes 2 --repeats 1 --sac-tput-steps 300 --td3-tput-steps 300"
     )
     report = _report("offpolicy.py", args, timeout=600)
-    sac = report["sac"]
-    for lib in ("rollax", "rejax"):
-        assert sac[lib][0]["compile_s"] > 0
-        assert len(sac[lib][0]["return_per_chunk"]) >= 1
-        assert sac["throughput_steps_per_s"][lib] > 0
-    assert "throughput" in sac["summary"]["ratios_rollax_over_rejax"]
+    for algo in ("sac", "td3"):
+        runs = report[algo]
+        for lib in ("rollax", "rejax"):
+            assert runs[lib][0]["compile_s"] > 0
+            assert len(runs[lib][0]["return_per_chunk"]) >= 1
+            assert runs["throughput_steps_per_s"][lib] > 0
+        assert "throughput" in runs["summary"]["ratios_rollax_over_rejax"]
 
 
 @pytest.mark.slow
@@ -127,8 +128,9 @@ def test_pixels_benchmark_ends_with_json():
 @pytest.mark.extra("rejax", "gymnax", "rliable")
 def test_returns_benchmark_ends_with_json(tmp_path):
     # One row: the Brax row compiles Brax's PPO for about a minute, too long for a smoke test.
-    # PQN's row on CartPole too (rejax's PQN), named pqn:CartPole-v1.
-    args = "--tasks CartPole-v1 pqn:CartPole-v1 --seeds 3 --budget 2048 --episodes 2 --reps 200"
+    # PQN's and TD3's rows too (rejax's PQN and TD3), named pqn:CartPole-v1 and td3:Pendulum-v1.
+    tasks = "CartPole-v1 pqn:CartPole-v1 td3:Pendulum-v1"
+    args = f"--tasks {tasks} --seeds 3 --budget 2048 --episodes 2 --reps 200"
     report = _report("returns.py", args, timeout=600)
     saved = tmp_path / "returns.log"
     saved.write_text(json.dumps(report))
@@ -144,8 +146,9 @@ def test_returns_benchmark_ends_with_json(tmp_path):
     assert 0 <= low <= high <= 1 and 0 <= p <= 1
     assert row["verdict"] in ("above", "tied", "below")
     assert row["above_threshold"]["rollax"] in range(4) and row["ratio_wall_per_seed"] > 0
-    pqn = report["results"]["pqn:CartPole-v1"]
-    assert pqn["rollax"]["steps"] == 2048 and len(pqn["rejax"]["returns"]) == 3
+    for name in ("pqn:CartPole-v1", "td3:Pendulum-v1"):
+        other = report["results"][name]
+        assert other["rollax"]["steps"] == 2048 and len(other["rejax"]["returns"]) == 3
     assert report["skipped"] == {}
 
 

@@ -1,5 +1,6 @@
-"""TD3: target smoothing and the clipped double-Q target by hand, the truncation probe's
-infinite-horizon value, delayed actor updates, Pendulum, bad input."""
+"""TD3: target smoothing, the clipped double-Q target and the C51 projection against
+step-by-step references, the truncation probe's infinite-horizon value (scalar and
+distributional critics), delayed actor updates, Pendulum, bad input."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rollax.agents._distributional import Support
 from rollax.agents.td3 import PRESETS, TD3Config, make_td3, smoothed_action, td3_target
 from rollax.envs import VecEnv
 from rollax.envs.probes import Probe, ProbeParams
+from rollax.ops import categorical_projection
 
 
 def test_smoothed_action_and_target_against_hand_computed_values():
@@ -27,6 +30,47 @@ def test_smoothed_action_and_target_against_hand_computed_values():
     np.testing.assert_allclose(target, [1.0 + 0.9 * 3.0, 2.0], rtol=1e-6)
 
 
+def _projection_reference(probs, support, reward, discount):
+    """C51's projection atom by atom, as Bellemare et al. (2017) write it."""
+    v_min, v_max = support[0], support[-1]
+    dz = (v_max - v_min) / (len(support) - 1)
+    out = np.zeros_like(probs)
+    for b in range(probs.shape[0]):
+        for j, z in enumerate(support):
+            tz = min(max(reward[b] + discount[b] * z, v_min), v_max)
+            pos = (tz - v_min) / dz
+            low, up = int(np.floor(pos)), int(np.ceil(pos))
+            if low == up:
+                out[b, low] += probs[b, j]
+            else:
+                out[b, low] += probs[b, j] * (up - pos)
+                out[b, up] += probs[b, j] * (pos - low)
+    return out
+
+
+def test_the_c51_projection_matches_a_step_by_step_reference():
+    support = np.linspace(-2.0, 2.0, 5)  # spacing 1
+    probs = np.random.default_rng(0).dirichlet(np.ones(5), size=4)
+    # Between atoms, on an atom, a termination (all at r), clipped at both edges.
+    reward, discount = np.array([0.3, 1.0, 0.5, -3.0]), np.array([0.9, 1.0, 0.0, 0.5])
+    got = categorical_projection(*map(jnp.asarray, (probs, support, reward, discount)))
+    want = _projection_reference(probs, support, reward, discount)
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got).sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(got[2], [0, 0, 0.5, 0.5, 0], atol=1e-6)  # r = 0.5, no bootstrap
+
+
+def test_the_distributional_target_projects_the_twin_that_expects_less():
+    support = Support.of(-2.0, 2.0, 5)
+    logits = jnp.asarray(np.random.default_rng(1).normal(size=(2, 3, 5)), jnp.float32)
+    target = support.double_q_target(logits, jnp.asarray([0.5, 0.0, 1.0]), jnp.full(3, 0.9))
+    values = np.asarray(support.value(logits))
+    probs = np.asarray(jax.nn.softmax(logits))
+    chosen = probs[values.argmin(axis=0), np.arange(3)]
+    want = _projection_reference(chosen, np.asarray(support.atoms), [0.5, 0.0, 1.0], [0.9] * 3)
+    np.testing.assert_allclose(target, want, atol=1e-6)
+
+
 PROBE = TD3Config(
     num_envs=4, total_steps=8_000, buffer_size=2_000, learning_starts=200, batch_size=64,
     learning_rate=3e-3, gamma=0.9, hidden_sizes=(32,), normalize_obs=False,
@@ -40,13 +84,15 @@ def _q(agent, state, obs, action):
     return np.asarray(agent.q_values(state, obs, action))[0, :, 0]
 
 
-def test_td3_bootstraps_through_truncation_to_the_infinite_horizon_value():
+@pytest.mark.parametrize("num_atoms", [0, 51], ids=["scalar", "c51"])
+def test_td3_bootstraps_through_truncation_to_the_infinite_horizon_value(num_atoms):
     # Reward 1 forever, cut every 5 steps; the observation does not show time. The value is
     # 1 / (1 - 0.9) = 10 only for a learner that bootstraps through the cut.
-    env = VecEnv(Probe("truncation", continuous=True), PROBE.num_envs)
-    agent = make_td3(PROBE, env)
+    config = PROBE.replace(num_atoms=num_atoms, v_min=0.0, v_max=20.0)
+    env = VecEnv(Probe("truncation", continuous=True), config.num_envs)
+    agent = make_td3(config, env)
     state = agent.init(jax.random.key(0), env_params=ProbeParams(max_episode_steps=np.int32(5)))
-    state, metrics = agent.run(state, PROBE.total_steps)
+    state, metrics = agent.run(state, config.total_steps)
     assert bool(np.asarray(metrics["finite"]).all())
     q = _q(agent, state, [0.0], [0.0])
     assert np.abs(q - 10.0).max() <= 0.5, q
@@ -89,3 +135,5 @@ def test_bad_input_is_refused_before_anything_compiles():
         make_td3(TD3Config(policy_delay=0), "Pendulum-v1")
     with pytest.raises(ValueError, match=r"TD3Config\.noise_clip must be >= 0"):
         make_td3(TD3Config(noise_clip=-1.0), "Pendulum-v1")
+    with pytest.raises(ValueError, match=r"TD3Config\.num_atoms=1 must be 0"):
+        make_td3(TD3Config(num_atoms=1), "Pendulum-v1")

@@ -3,12 +3,15 @@
 Two drivers hold what agents of a kind share. The on-policy one (PPO, PQN) owns rollouts,
 the epochs of minibatches over them and their bootstraps: an algorithm gives it an
 :class:`OnPolicyLearner` and :func:`build_onpolicy_agent` does the rest, with the fields of
-:class:`OnPolicyConfig`. The off-policy one (DQN, SAC) owns acting into a replay buffer and
-learning from it, with the fields of :class:`OffPolicyConfig`. :func:`with_defaults` gives a
-configuration subclass its own defaults for the fields it inherits.
+:class:`OnPolicyConfig`. The off-policy one (DQN, SAC, TD3) owns acting into a replay buffer
+and learning from it: an algorithm gives :func:`build_offpolicy_agent` an
+:class:`OffPolicyLearner`, with the fields of :class:`OffPolicyConfig`.
+:func:`with_defaults` gives a configuration subclass its own defaults for the fields it
+inherits.
 """
 
 from rollax.agents import dqn, ppo, pqn, sac, td3
+from rollax.agents._offpolicy import OffPolicyLearner, OffPolicyState, build_offpolicy_agent
 from rollax.agents._offpolicy_config import OffPolicyConfig
 from rollax.agents._onpolicy import (
     OnPolicyAgent,
@@ -24,11 +27,14 @@ from rollax.training._registry import Algorithm, register
 
 __all__ = [
     "OffPolicyConfig",
+    "OffPolicyLearner",
+    "OffPolicyState",
     "OnPolicyAgent",
     "OnPolicyConfig",
     "OnPolicyLearner",
     "OnPolicyState",
     "Rollout",
+    "build_offpolicy_agent",
     "build_onpolicy_agent",
     "dqn",
     "onpolicy_env",

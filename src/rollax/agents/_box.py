@@ -87,17 +87,20 @@ def image_shapes(obs_spec: Any) -> dict[str, tuple[int, ...]] | None:
     return {k: s.shape for k, s in obs_spec.items() if is_image_key(k)}
 
 
-def critic_values(layout: Layout, critic: Any, normalize_obs: bool) -> Any:
+def critic_values(
+    layout: Layout, critic: Any, normalize_obs: bool, values: Any = lambda q: q
+) -> Any:
     """``(state, obs, action) -> q``: every seed's twin critics, for inspection.
 
     float32 ``(num_seeds, 2, B)`` for raw observations ``(num_seeds, B, ...)`` and actions
     ``(num_seeds, B, action_dim)``; ``critic`` is the :class:`~rollax.networks.DoubleQ`
-    module whose parameters are ``state.learner.params["critic"]``.
+    module whose parameters are ``state.learner.params["critic"]``, and ``values`` turns its
+    outputs into values (a distributional critic's expectations).
     """
 
     def one_seed(state: OffPolicyState, obs: Any, action: jax.Array) -> jax.Array:
         seen = observe_for_policy(state, obs, normalize_obs)
-        return critic.apply(state.learner.params["critic"], seen, action)
+        return values(critic.apply(state.learner.params["critic"], seen, action))
 
     return jax.jit(layout.per_seed(one_seed, (LAYOUT, SEED, SEED)))
 

@@ -27,6 +27,7 @@ gradients over the seed's shards. The training layer maps it over seeds and shar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,6 +59,7 @@ from rollax.types import PRNGKey
 
 __all__ = [
     "LAYOUT",
+    "OffPolicyLearner",
     "OffPolicyState",
     "build_offpolicy_agent",
     "checkpoint_hooks",
@@ -464,38 +466,17 @@ def observe_for_policy(state: OffPolicyState, obs: Any, normalize: bool) -> Any:
     return normalize_observation(state.obs_stats, obs) if normalize else obs
 
 
-def build_offpolicy_agent(
-    *,
-    name: str,
-    config: Any,
-    layout: Layout,
-    env: VecEnv,
-    obs_spec: Any,
-    hyperparams: Callable[[Any], Any],
-    init_learner: Callable[[PRNGKey, Any], Any],
-    act: Callable[..., tuple[jax.Array, Any]],
-    learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
-    metric_names: Sequence[str],
-    policy_act: Callable[..., tuple[jax.Array, Any]],
-    with_budget: Callable[[Any, int], Any],
-    init_explore: Callable[[PRNGKey, ShardStart], Any] | None = None,
-    importance_exponent: Callable[[Any], jax.Array] | None = None,
-    initial_carry: Callable[[int], Any] = no_carry,
-) -> Agent:
-    """An off-policy agent from its learner's pieces: what DQN and SAC share.
+@dataclasses.dataclass(frozen=True)
+class OffPolicyLearner:
+    """An off-policy algorithm's own part: its learner (one seed's) and how it acts.
 
-    Args:
-        name: The algorithm's registered name.
-        config: Its configuration (the fields of :func:`make_offpolicy_iteration`).
-        layout: Its layout (:func:`rollax.training.layout_for`).
-        env: One shard's batch.
-        obs_spec: One observation's spec.
+    Attributes:
+        obs_spec: One observation's shapes and dtypes.
         hyperparams: ``config -> hparams``: one seed's hyperparameters held as data, for a
             member's configuration (see :func:`rollax.training.build_agent`).
-        init_learner: ``(key, hparams) -> learner`` of one seed (``hparams`` float32
-            ``()`` leaves).
-        act: As :func:`make_offpolicy_iteration`'s.
-        learn: As :func:`make_offpolicy_iteration`'s.
+        init: ``(key, hparams) -> learner`` of one seed (``hparams`` float32 ``()`` leaves).
+        act: As ``make_offpolicy_iteration``'s.
+        learn: As ``make_offpolicy_iteration``'s.
         metric_names: ``learn``'s metrics.
         policy_act: ``(learner, obs, carry, first, key, deterministic) -> (action,
             carry)`` of one seed for evaluation and video (``obs`` as the learner sees them,
@@ -505,17 +486,54 @@ def build_offpolicy_agent(
             state): ``key`` the seed's learner key, ``start`` the shard's start.
         importance_exponent: ``learner -> beta`` for prioritized replay, else ``None``.
         initial_carry: ``batch -> carry``: a recurrent learner's carry of ``batch``
-            environments at an episode's start (:func:`no_carry` for a feed-forward one).
+            environments at an episode's start (``no_carry`` for a feed-forward one).
     """
+
+    obs_spec: Any
+    hyperparams: Callable[[Any], Any]
+    init: Callable[[PRNGKey, Any], Any]
+    act: Callable[..., tuple[jax.Array, Any, Any]]
+    learn: Callable[..., tuple[Any, ...]]
+    metric_names: Sequence[str]
+    policy_act: Callable[..., tuple[jax.Array, Any]]
+    with_budget: Callable[[Any, int], Any]
+    init_explore: Callable[[PRNGKey, ShardStart], Any] | None = None
+    importance_exponent: Callable[[Any], jax.Array] | None = None
+    initial_carry: Callable[[int], Any] = no_carry
+
+
+def build_offpolicy_agent(
+    name: str, config: Any, layout: Layout, env: VecEnv, learner: OffPolicyLearner
+) -> Agent:
+    """An off-policy agent from its learner: what DQN, SAC and TD3 share.
+
+    Args:
+        name: The algorithm's registered name.
+        config: Its configuration (the fields of ``make_offpolicy_iteration``).
+        layout: Its layout (:func:`rollax.training.layout_for`).
+        env: One shard's batch.
+        learner: The algorithm's own part.
+    """
+    obs_spec, initial_carry = learner.obs_spec, learner.initial_carry
+    init_explore, init_learner = learner.init_explore, learner.init
     buffer = replay_buffer(config)
 
     def init(key: PRNGKey, start: ShardStart, hparams: Any) -> OffPolicyState:
         explore = None if init_explore is None else init_explore(key, start)
-        learner = init_learner(key, hparams)
-        return init_offpolicy_state(start, learner, explore, buffer, obs_spec, env, initial_carry)
+        seed_learner = init_learner(key, hparams)
+        return init_offpolicy_state(
+            start, seed_learner, explore, buffer, obs_spec, env, initial_carry
+        )
 
     iteration = make_offpolicy_iteration(
-        config, layout, env, buffer, act, learn, metric_names, importance_exponent
+        config,
+        layout,
+        env,
+        buffer,
+        learner.act,
+        learner.learn,
+        learner.metric_names,
+        learner.importance_exponent,
     )
 
     def act_for_policy(
@@ -527,7 +545,7 @@ def build_offpolicy_agent(
         deterministic: bool,
     ) -> tuple[jax.Array, Any]:
         seen = observe_for_policy(state, obs, config.normalize_obs)
-        return policy_act(state.learner, seen, carry, first, key, deterministic)
+        return learner.policy_act(state.learner, seen, carry, first, key, deterministic)
 
     to_checkpoint, from_checkpoint = checkpoint_hooks(
         config, layout, buffer, obs_spec, env, initial_carry
@@ -538,14 +556,14 @@ def build_offpolicy_agent(
         layout=layout,
         env=env,
         state_layout=LAYOUT,
-        hyperparams=hyperparams,
+        hyperparams=learner.hyperparams,
         init=init,
         iteration=iteration,
         steps_per_iteration=config.steps_per_iteration,
         unit_name="vectorized steps of num_envs * train_every",
-        metric_names=metric_names,
+        metric_names=learner.metric_names,
         policy=Policy(init_carry=lambda state, batch: initial_carry(batch), act=act_for_policy),
-        with_budget=with_budget,
+        with_budget=learner.with_budget,
         to_checkpoint=to_checkpoint,
         from_checkpoint=from_checkpoint,
         # Level 1 compiles the training program 10% faster and runs it as fast.

@@ -83,6 +83,11 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
         return self.num_envs * self.num_steps
 
     @property
+    def steps_per_iteration(self) -> int:
+        """Environment steps per seed of one iteration (a rollout and its update): batch_size."""
+        return self.batch_size
+
+    @property
     def updates_in_budget(self) -> int:
         """Updates (one per rollout) in total_steps: what the schedules span."""
         return self.total_steps // self.batch_size

@@ -75,6 +75,8 @@ class DoubleQ(nn.Module):
         image_shapes: ``(H, W, C)`` of each image key of a dict observation.
         layer_norm: Per-channel layer normalization in the image encoders.
         mlp_layer_norm: Layer normalization in each hidden layer of the critics' MLPs.
+        atoms: 1 for a value per critic; more for each critic's logits over that many atoms
+            of a return distribution (C51).
     """
 
     hidden_sizes: Sequence[int] = (256, 256)
@@ -82,14 +84,18 @@ class DoubleQ(nn.Module):
     image_shapes: Mapping[str, tuple[int, ...]] | None = None
     layer_norm: bool = False
     mlp_layer_norm: bool = False
+    atoms: int = 1
 
     @nn.compact
     def __call__(self, obs: Any, action: jax.Array) -> jax.Array:
-        """float32 ``(2, ...)``: both critics' values of ``action`` ``(..., A)``."""
+        """float32 ``(2, ...)``: both critics' values of ``action`` ``(..., A)``.
+
+        With ``atoms > 1``: ``(2, ..., atoms)`` logits.
+        """
 
         def critic(name: str) -> jax.Array:
             module = _Critic(self.hidden_sizes, self.activation, self.image_shapes, self.layer_norm,
-                             self.mlp_layer_norm, name=name)  # fmt: skip
+                             self.mlp_layer_norm, self.atoms, name=name)  # fmt: skip
             return module(obs, action)
 
         return jnp.stack([critic("q1"), critic("q2")])
@@ -101,13 +107,15 @@ class _Critic(nn.Module):
     image_shapes: Mapping[str, tuple[int, ...]] | None
     layer_norm: bool
     mlp_layer_norm: bool = False
+    atoms: int = 1
 
     @nn.compact
     def __call__(self, obs: Any, action: jax.Array) -> jax.Array:
         x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
         x = jnp.concatenate([x, action.astype(jnp.float32)], axis=-1)
         x = MLP(self.hidden_sizes, self.activation, self.mlp_layer_norm, name="torso")(x)
-        return nn.Dense(1, kernel_init=orthogonal(1.0), name="head")(x)[..., 0]
+        out = nn.Dense(self.atoms, kernel_init=orthogonal(1.0), name="head")(x)
+        return out[..., 0] if self.atoms == 1 else out
 
 
 class SquashedGaussianActor(nn.Module):

@@ -1,6 +1,7 @@
-"""Pure math for training: GAE, n-step, λ- and Retrace returns, normalization, augmentation."""
+"""Pure math for training: GAE, n-step, λ- and Retrace returns, C51, normalization, shifts."""
 
 from rollax.ops._augment import random_shift
+from rollax.ops._categorical import categorical_projection
 from rollax.ops._gae import gae
 from rollax.ops._normalize import (
     RunningStats,
@@ -17,6 +18,7 @@ from rollax.ops._sequence_returns import lambda_returns, nstep_targets, retrace_
 __all__ = [
     "NStepReturn",
     "RunningStats",
+    "categorical_projection",
     "gae",
     "lambda_returns",
     "normalize",

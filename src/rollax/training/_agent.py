@@ -474,7 +474,7 @@ def build_agent(
             new = hook(state, total_steps)
             if layout.mesh is None:
                 return new
-            return jax.device_put(new, layout.shardings(state_layout, new))
+            return jax.tree.map(_placed, new, layout.shardings(state_layout, new))
 
         return with_placement
 
@@ -496,6 +496,19 @@ def build_agent(
         from_checkpoint=from_checkpoint or (lambda saved: saved),
         hyperparams=hyperparams,
     )
+
+
+def _placed(leaf: Any, sharding: Any) -> Any:
+    """``leaf`` on ``sharding``: as it is where it already lies there.
+
+    Otherwise it is built from its host value on every process: a leaf an agent computed
+    from its configuration, the same on all of them (``device_put`` cannot place an array
+    on another process's devices).
+    """
+    if leaf.sharding.is_equivalent_to(sharding, leaf.ndim):
+        return leaf
+    host = np.asarray(leaf)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
 def _replace_tag(state_layout: Any, env_params_layout: Any) -> Any:

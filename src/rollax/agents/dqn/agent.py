@@ -30,6 +30,7 @@ from rollax.agents._exploration import epsilon_greedy as epsilon_greedy_action
 from rollax.agents._exploration import linear_epsilon
 from rollax.agents._offpolicy import (
     LAYOUT,
+    OffPolicyLearner,
     OffPolicyState,
     build_offpolicy_agent,
     observe_for_policy,
@@ -320,14 +321,10 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
 
         return layout.per_seed(one_seed, (LAYOUT, SEED))(state, obs)
 
-    agent = build_offpolicy_agent(
-        name="dqn",
-        config=config,
-        layout=layout,
-        env=env,
+    learner = OffPolicyLearner(
         obs_spec=obs_spec,
         hyperparams=hyperparams,
-        init_learner=init_learner,
+        init=init_learner,
         act=act,
         learn=learn,
         metric_names=METRICS,
@@ -338,4 +335,5 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         else None,
         initial_carry=network.initial_carry,
     )
+    agent = build_offpolicy_agent("dqn", config, layout, env, learner)
     return DQN(**vars(agent), q_values=jax.jit(q_values), q_function=network, targets=targets)

@@ -25,6 +25,7 @@ from rollax.agents._box import (
     stretch_learner_schedule,
 )
 from rollax.agents._offpolicy import (
+    OffPolicyLearner,
     build_offpolicy_agent,
     feedforward_act,
     feedforward_policy_act,
@@ -276,14 +277,10 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         dist = policy(learner.params["actor"], obs)
         return dist.mode() if deterministic else dist.sample(key)
 
-    agent = build_offpolicy_agent(
-        name="sac",
-        config=config,
-        layout=layout,
-        env=env,
+    learner = OffPolicyLearner(
         obs_spec=obs_spec,
         hyperparams=hyperparams,
-        init_learner=init_learner,
+        init=init_learner,
         act=feedforward_act(act),
         learn=learn,
         metric_names=METRICS,
@@ -291,4 +288,5 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         with_budget=stretch_learner_schedule(config),
         init_explore=init_noise if config.exploration_correlation > 0 else None,
     )
+    agent = build_offpolicy_agent("sac", config, layout, env, learner)
     return SAC(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs))

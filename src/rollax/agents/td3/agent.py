@@ -1,11 +1,8 @@
 """TD3 as an off-policy learner: ``make_td3(config, env) -> TD3``.
 
-The learner holds a deterministic actor, twin critics and a target of each for one seed; the
-shared off-policy driver acts with it into the replay buffer and calls ``learn`` for each
-gradient step. Each step moves the critics towards the smaller target critic's value of the
-successor under the smoothed target policy (windows of ``n_step`` transitions: sums stop at
-a termination, a truncation bootstraps from its true final observation); every
-``policy_delay`` steps the actor follows the first critic and the targets move by ``tau``.
+Each gradient step moves the twin critics towards the smaller target critic's value of the
+successor under the smoothed target policy (n-step windows); every ``policy_delay`` steps
+the actor follows the first critic and the targets move by ``tau``.
 """
 
 from __future__ import annotations
@@ -17,13 +14,10 @@ import jax
 import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
-from rollax.agents._box import (
-    action_box,
-    critic_values,
-    image_shapes,
-    stretch_learner_schedule,
-)
+from rollax.agents._box import action_box, critic_values, image_shapes, stretch_learner_schedule
+from rollax.agents._distributional import Support
 from rollax.agents._offpolicy import (
+    OffPolicyLearner,
     build_offpolicy_agent,
     feedforward_act,
     feedforward_policy_act,
@@ -50,24 +44,12 @@ from rollax.types import PRNGKey
 
 __all__ = ["TD3", "TD3HyperParams", "TD3Learner", "make_td3"]
 
-METRICS = ("critic_loss", "actor_loss", "q_value")
-"""TD3's metrics: its two losses and the mean Q-value of the replayed actions."""
+METRICS = ("critic_loss", "actor_loss", "q_value")  # q_value: of the replayed actions
 
 
 @pytree_dataclass
 class TD3HyperParams(OptimizerHyperParams):
-    """Hyperparameters as data (one value per seed): changing them does not recompile.
-
-    The optimizer's (:class:`rollax.training.OptimizerHyperParams`, for the actor and the
-    critics), and:
-
-    Attributes:
-        gamma: Discount.
-        tau: Weight of the online networks in each target update.
-        exploration_noise: Standard deviation of the exploration noise.
-        policy_noise: Standard deviation of the target policy's smoothing noise.
-        noise_clip: Its bound.
-    """
+    """Per-seed data: the optimizer's and ``TD3Config``'s fields of these names."""
 
     gamma: jax.Array
     tau: jax.Array
@@ -99,30 +81,13 @@ class TD3Learner:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TD3(Agent):
-    """TD3 as an :class:`~rollax.training.Agent`, plus its critics for inspection.
-
-    Attributes:
-        q_values: ``(state, obs, action) -> q``: every seed's twin critics, float32
-            ``(num_seeds, 2, B)`` for observations ``(num_seeds, B, ...)`` (raw) and actions
-            ``(num_seeds, B, action_dim)``.
-    """
+    """TD3 as an Agent, with SAC's ``q_values(state, obs, action)``: ``(num_seeds, 2, B)``."""
 
     q_values: Any = None
 
 
 def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
-    """Build TD3 for an environment with box actions (any finite bounds).
-
-    Args:
-        config: The configuration; checked here, before anything compiles.
-        env: A registered id (built with ``num_envs // num_shards`` environments) or a
-            ``VecEnv`` of one shard's environments, exactly that many.
-        **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
-
-    Raises:
-        ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, or an
-            environment whose actions are not a bounded 1-D box.
-    """
+    """TD3 for an environment of box actions (arguments and errors: ``make_sac``'s)."""
     config.validate()
     layout = layout_for(config)
     env = shard_env("make_td3", config, env, **make_options)
@@ -135,7 +100,10 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         layer_norm=config.encoder_layer_norm,
     )
     actor = DeterministicActor(action_dim=box.dim, **shared)
-    critic = DoubleQ(mlp_layer_norm=config.critic_layer_norm, **shared)
+    atoms = max(config.num_atoms, 1)  # a distribution over atoms (C51), or one value
+    critic = DoubleQ(mlp_layer_norm=config.critic_layer_norm, atoms=atoms, **shared)
+    support = Support.of(config.v_min, config.v_max, atoms) if atoms > 1 else None
+    values = support.value if support else lambda q: q  # the critics' expected values
     step = GradientStep(mean=layout.mean)
     optimizer = Optimizer.of(config)
 
@@ -195,31 +163,33 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
             box.low, box.high,
         )  # fmt: skip
         next_q = critic.apply(target["critic"], next_obs, next_action)
-        y = td3_target(ret.reward, ret.discount, next_q)
+        if support:  # the projected distribution of the critic that expects less
+            y, loss = support.double_q_target(next_q, ret.reward, ret.discount), support.loss
+        else:
+            y, loss = td3_target(ret.reward, ret.discount, next_q), sac_critic_loss
 
         def critic_loss(critic_params: Any) -> tuple[jax.Array, jax.Array]:
             q = critic.apply(critic_params, obs, action)
-            return sac_critic_loss(q, y), q
+            return loss(q, y), values(q)
 
         (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
         critic_params, critic_opt = step(weights, params["critic"], learner.critic_opt, critic_grad)
 
         # Every policy_delay steps: the actor against the updated critics, then the targets.
         def actor_loss(actor_params: Any) -> jax.Array:
-            return td3_actor_loss(critic.apply(critic_params, obs, policy(actor_params, obs)))
+            q = critic.apply(critic_params, obs, policy(actor_params, obs))
+            return td3_actor_loss(values(q))
 
         pi_loss, actor_grad = jax.value_and_grad(actor_loss)(params["actor"])
         actor_params, actor_opt = step(weights, params["actor"], learner.actor_opt, actor_grad)
         delayed = (learner.steps + 1) % config.policy_delay == 0
-        actor_params, actor_opt = jax.tree.map(
-            lambda new, old: jnp.where(delayed, new, old),
-            (actor_params, actor_opt),
-            (params["actor"], learner.actor_opt),
+        pick = lambda n, o: jnp.where(delayed, n, o)  # noqa: E731
+        when_delayed = lambda new, old: jax.tree.map(pick, new, old)  # noqa: E731
+        actor_params, actor_opt = when_delayed(
+            (actor_params, actor_opt), (params["actor"], learner.actor_opt)
         )
         online = {"actor": actor_params, "critic": critic_params}
-        target = jax.tree.map(
-            lambda new, old: jnp.where(delayed, new, old), polyak(target, online, hp.tau), target
-        )
+        target = when_delayed(polyak(target, online, hp.tau), target)
         learner = learner.replace(
             params=online,
             target=target,
@@ -231,22 +201,18 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
 
     def policy_act(learner: TD3Learner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
         """The actor's action, or with its exploration noise: float32 ``(B, action_dim)``."""
-        if deterministic:
-            return policy(learner.params["actor"], obs)
-        return explored(learner, obs, key)
+        actor_params = learner.params["actor"]
+        return policy(actor_params, obs) if deterministic else explored(learner, obs, key)
 
-    agent = build_offpolicy_agent(
-        name="td3",
-        config=config,
-        layout=layout,
-        env=env,
+    learner = OffPolicyLearner(
         obs_spec=obs_spec,
         hyperparams=hyperparams,
-        init_learner=init_learner,
+        init=init_learner,
         act=feedforward_act(act),
         learn=learn,
         metric_names=METRICS,
         policy_act=feedforward_policy_act(policy_act),
         with_budget=stretch_learner_schedule(config),
     )
-    return TD3(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs))
+    agent = build_offpolicy_agent("td3", config, layout, env, learner)
+    return TD3(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs, values))

@@ -46,12 +46,24 @@ class TD3Config(OffPolicyConfig):
     """Critic steps per actor step; the target networks move with the actor."""
     critic_layer_norm: bool = False
     """Layer normalization in each hidden layer of the critics (FastTD3's)."""
+    num_atoms: int = 0
+    """Distributional critics (C51, FastTD3's): return distributions over this many atoms
+    from v_min to v_max, towards the projected target of the twin expecting less. 0: off."""
+    v_min: float = -10.0
+    """Distributional critics: the smallest return of the support."""
+    v_max: float = 10.0
+    """Distributional critics: the largest return of the support."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
         self.validate_offpolicy()
         check_fields(self, "non_negative", "exploration_noise", "policy_noise", "noise_clip")
         check_fields(self, "positive_int", "policy_delay")
+        if self.num_atoms == 1 or self.num_atoms < 0 or not self.v_min < self.v_max:
+            raise ValueError(
+                f"TD3Config.num_atoms={self.num_atoms} must be 0 (one value per critic) or at "
+                f"least 2, with v_min < v_max (got {self.v_min}, {self.v_max})."
+            )
 
 
 PRESETS: dict[str, TD3Config] = {

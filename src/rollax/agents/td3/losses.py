@@ -16,19 +16,11 @@ def smoothed_action(
     low: jax.Array,
     high: jax.Array,
 ) -> jax.Array:
-    """The target policy's action with clipped noise (target policy smoothing).
+    """The target actor's actions ``(B, A)`` with clipped noise (target policy smoothing).
 
-    ``clip(action + clip(noise * policy_noise, -noise_clip, noise_clip) * half_range, low,
-    high)``, where ``half_range = (high - low) / 2``: noise scales are fractions of each
-    action's half range (TD3's ``max_action`` for a symmetric box).
-
-    Args:
-        action: float ``(B, A)``: the target actor's actions.
-        noise: float ``(B, A)``: standard normal draws.
-        policy_noise: The noise's standard deviation.
-        noise_clip: Its bound.
-        low: float ``(A,)``: the actions' lower bounds.
-        high: float ``(A,)``: their upper bounds.
+    ``clip(action + clip(noise * policy_noise, -noise_clip, noise_clip) * (high - low) / 2,
+    low, high)`` for standard normal ``noise`` ``(B, A)`` and bounds ``(A,)``: noise scales
+    are fractions of each action's half range (TD3's ``max_action`` for a symmetric box).
     """
     low, high = jnp.broadcast_to(low, action.shape), jnp.broadcast_to(high, action.shape)
     smoothing = jnp.clip(noise * policy_noise, -noise_clip, noise_clip) * 0.5 * (high - low)
@@ -50,9 +42,5 @@ def td3_target(reward: jax.Array, discount: jax.Array, next_q: jax.Array) -> jax
 
 
 def td3_actor_loss(q: jax.Array) -> jax.Array:
-    """``-mean(Q1(s, pi(s)))``: the deterministic policy gradient's loss.
-
-    Args:
-        q: float ``(2, B)``: both critics' values of the actor's actions; the first is used.
-    """
+    """``-mean(Q1(s, pi(s)))`` from both critics' values ``(2, B)`` of the actor's actions."""
     return -q[0].mean()
