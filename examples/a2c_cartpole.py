@@ -30,7 +30,6 @@ from rollax.agents import (
     OnPolicyConfig,
     OnPolicyLearner,
     build_onpolicy_agent,
-    onpolicy_env,
     with_defaults,
 )
 from rollax.agents.ppo import feedforward_network
@@ -47,6 +46,7 @@ from rollax.training import (
     optimizer_values,
     register,
     resume,
+    shard_env,
     train,
 )
 
@@ -104,7 +104,7 @@ def loss(hp: A2CHyperParams, outputs: tuple, steps: tuple) -> tuple:
 def make_a2c(config: A2CConfig, env: str, **make_options) -> object:
     """A2C for ``env``: its learner on the on-policy driver."""
     config.validate()
-    env = onpolicy_env("make_a2c", config, env, **make_options)
+    env = shard_env("make_a2c", config, env, **make_options)
     module = ActorCritic.for_space(env.action_space, config.hidden_sizes, config.activation)
 
     def targets(hp: A2CHyperParams, data) -> tuple:

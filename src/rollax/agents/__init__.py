@@ -19,7 +19,6 @@ from rollax.agents._onpolicy import (
     OnPolicyState,
     Rollout,
     build_onpolicy_agent,
-    onpolicy_env,
 )
 from rollax.agents._onpolicy_config import OnPolicyConfig
 from rollax.training import with_defaults
@@ -37,7 +36,6 @@ __all__ = [
     "build_offpolicy_agent",
     "build_onpolicy_agent",
     "dqn",
-    "onpolicy_env",
     "ppo",
     "pqn",
     "sac",

@@ -61,7 +61,6 @@ from rollax.training import (
     ShardStart,
     build_agent,
     layout_for,
-    shard_env,
     stretch_schedule,
 )
 from rollax.types import PRNGKey
@@ -73,7 +72,6 @@ __all__ = [
     "OnPolicyState",
     "Rollout",
     "build_onpolicy_agent",
-    "onpolicy_env",
 ]
 
 
@@ -224,14 +222,6 @@ class OnPolicyAgent(Agent):
     network: Any = None
 
 
-def onpolicy_env(who: str, config: OnPolicyConfig, env: VecEnv | str, **options: Any) -> VecEnv:
-    """One shard's training environments for ``config``: ``num_envs // num_shards`` of them.
-
-    Built from an id with the config's ``frame_stack`` and ``action_repeat``, or checked.
-    """
-    return shard_env(who, config, env, **options)
-
-
 def build_onpolicy_agent(
     name: str,
     config: OnPolicyConfig,
@@ -244,7 +234,7 @@ def build_onpolicy_agent(
     Args:
         name: The algorithm's registered name.
         config: Its configuration, validated.
-        env: One shard's environments (:func:`onpolicy_env`).
+        env: One shard's environments (:func:`rollax.training.shard_env`).
         learner: The algorithm's own part.
         agent_type: The agent class to build (an :class:`OnPolicyAgent`).
     """

@@ -23,14 +23,13 @@ from rollax.agents._onpolicy import (
     OnPolicyState,
     Rollout,
     build_onpolicy_agent,
-    onpolicy_env,
 )
 from rollax.agents.ppo.config import PPOConfig
 from rollax.agents.ppo.losses import ppo_loss
 from rollax.agents.ppo.network import PolicyNetwork, network_for
 from rollax.envs import VecEnv
 from rollax.ops import gae
-from rollax.training import Optimizer, OptimizerHyperParams, optimizer_values
+from rollax.training import Optimizer, OptimizerHyperParams, optimizer_values, shard_env
 from rollax.types import PRNGKey
 
 __all__ = ["LAYOUT", "PPO", "PPOHyperParams", "PPOState", "Rollout", "make_ppo"]
@@ -172,7 +171,7 @@ def make_ppo(
             device count the layout cannot use.
     """
     config.validate()
-    env = onpolicy_env("make_ppo", config, env, **make_options)
+    env = shard_env("make_ppo", config, env, **make_options)
     built, obs_spec = network_for(config, env)
     learner = ppo_learner(config, network or built, obs_spec)
     return build_onpolicy_agent("ppo", config, env, learner, agent_type=PPO)

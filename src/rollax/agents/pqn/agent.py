@@ -24,7 +24,6 @@ from rollax.agents._onpolicy import (
     OnPolicyState,
     Rollout,
     build_onpolicy_agent,
-    onpolicy_env,
 )
 from rollax.agents.dqn.losses import q_learning_loss
 from rollax.agents.dqn.network import q_function
@@ -32,7 +31,7 @@ from rollax.agents.pqn.config import PQNConfig
 from rollax.envs import VecEnv
 from rollax.ops import lambda_returns
 from rollax.spaces import Discrete
-from rollax.training import Optimizer, OptimizerHyperParams, optimizer_values
+from rollax.training import Optimizer, OptimizerHyperParams, optimizer_values, shard_env
 from rollax.types import PRNGKey
 
 __all__ = ["PQN", "PQNHyperParams", "epsilon", "make_pqn", "pqn_targets"]
@@ -161,7 +160,7 @@ def make_pqn(config: PQNConfig, env: VecEnv | str, **make_options: Any) -> PQN:
             wrong size, or a device count the layout cannot use.
     """
     config.validate()
-    env = onpolicy_env("make_pqn", config, env, **make_options)
+    env = shard_env("make_pqn", config, env, **make_options)
     if not isinstance(env.action_space, Discrete):
         raise ValueError(
             f"make_pqn: PQN chooses among discrete actions; {env.env_id} has "
