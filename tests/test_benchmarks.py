@@ -29,27 +29,32 @@ def _report(script: str, args: str, timeout: int = 600) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("script", "keys"),
+    ("script", "args", "keys"),
     [
         pytest.param(
             "env_step.py",
+            "",
             {"rollax_same_step", "rollax_no_reset", "gymnax_autoreset"},
             marks=pytest.mark.extra("gymnax", "gymnasium"),
         ),
         pytest.param(
             "autoreset.py",
+            # CartPole only: Maze runs through the same code, and its strategies are tested
+            # in tests/test_reset_strategies.py.
+            "--envs CartPole-v1",
             {"pool", "compact", "cached", "floor_steps_per_s"},
             marks=pytest.mark.extra("gymnax"),
         ),
         pytest.param(
             "adapters.py",
+            "",
             {"rollax_next_step", "gymnasium_numpy", "gymnax_wrapper"},
             marks=pytest.mark.extra("gymnax", "gymnasium", "torchrl"),
         ),
     ],
 )
-def test_benchmark_ends_with_json(script, keys):
-    report = _report(script, "--sizes 8 --repeats 1 --steps 20")
+def test_benchmark_ends_with_json(script, args, keys):
+    report = _report(script, f"--sizes 8 --repeats 1 --steps 20 {args}")
     rows = [row for name, row in report["results"].items() if name.endswith("8")]
     assert rows and all(keys <= set(row) for row in rows)
     if script == "adapters.py":

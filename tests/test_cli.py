@@ -88,9 +88,9 @@ def test_train_resume_and_eval_write_a_complete_run_directory(tmp_path, cli_env)
     assert len(metrics(run_dir)) == 12
 
     video = tmp_path / "episode.gif"
-    out = rollax("eval", str(run_dir), "--episodes", "3", "--video", str(video), env=cli_env)
+    out = rollax("eval", str(run_dir), "--episodes", "4", "--video", str(video), env=cli_env)
     printed = json.loads(out.stdout)
-    assert printed["episodes_per_seed"] == 3 and printed["env_steps"] == 3072
+    assert printed["episodes_per_seed"] == 4 and printed["env_steps"] == 3072
     frames = iio.imread(video, index=None)
     assert frames.ndim == 4 and frames.shape[0] > 1 and frames.shape[-1] in (3, 4)
 
@@ -157,9 +157,6 @@ def test_recurrent_dqn_trains_resumes_and_evaluates_from_the_command_line(tmp_pa
     out = rollax("eval", str(run_dir), "--episodes", "3", "--video", str(video), env=cli_env)
     assert json.loads(out.stdout)["env_steps"] == 1200
     assert iio.imread(video, index=None).ndim == 4
-    proc = rollax("train", "dqn", "--env", "Pendulum-v1", "--no-progress", env=cli_env,
-                  check=False)  # fmt: skip
-    assert proc.returncode == 2 and "DQN chooses among discrete actions" in proc.stderr
 
 
 def test_sac_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_env):
@@ -175,9 +172,6 @@ def test_sac_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_en
     assert [int(r["env_steps"]) for r in metrics(run_dir)][-1] == 600
     out = rollax("eval", str(run_dir), "--episodes", "2", env=cli_env)
     assert json.loads(out.stdout)["env_steps"] == 600
-    proc = rollax("train", "sac", "--env", "CartPole-v1", "--no-progress", env=cli_env,
-                  check=False)  # fmt: skip
-    assert proc.returncode == 2 and "SAC acts in a 1-D box" in proc.stderr
 
 
 def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):
@@ -196,6 +190,8 @@ BAD_INPUT = [
     (["train", "ppo", "--env", "CartPol-v1"], "Unknown environment id 'CartPol-v1'"),
     (["train", "ppo", "--total-steps", "1000"], "use 512 or 1024"),
     (["train", "ppo", "--num-minibatches", "7"], "num_minibatches=7 must divide"),
+    (["train", "dqn", "--env", "Pendulum-v1"], "DQN chooses among discrete actions"),
+    (["train", "sac", "--env", "CartPole-v1"], "SAC acts in a 1-D box"),
     (["resume", "/nonexistent/run"], "holds no run"),
     (["eval", "/nonexistent/run"], "holds no run"),
     (["plot", str(Path(__file__).parent)], "holds no run (no config.json)"),

@@ -216,8 +216,12 @@ def test_recurrent_dqn_remembers_the_cards_where_feedforward_dqn_cannot():
     returns = np.asarray(agent.evaluate(state, jax.random.key(1), 32)).mean(axis=1)
     print("recurrent DQN, RepeatPrevious, 80k steps:", returns)  # measured: .85 1 .91
     assert (returns >= 0.8).sum() >= 2, returns
+    # Without memory the best policy names a suit other than the one on show: right 13 times
+    # in 51 (the cards are dealt without replacement), an expected return of -0.49, which no
+    # budget improves. Feed-forward DQN on the whole 80k steps returned exactly that; a tenth
+    # of the budget shows the bound as well, for a tenth of the time.
     feedforward = make_dqn(config.replace(recurrent="none", num_seeds=1), "RepeatPrevious-v0")
-    state, _ = feedforward.run(feedforward.init(jax.random.key(0)), config.total_steps)
+    state, _ = feedforward.run(feedforward.init(jax.random.key(0)), 8_000)
     returns = np.asarray(feedforward.evaluate(state, jax.random.key(1), 32)).mean(axis=1)
-    print("feed-forward DQN, same budget:", returns)  # measured: -0.49
+    print("feed-forward DQN, 8k steps:", returns)  # measured at 80k: -0.49
     assert returns.max() < -0.3, returns
