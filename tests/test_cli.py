@@ -273,20 +273,25 @@ def test_bad_input_is_a_message_and_status_2(args, message, refused):
 
 
 def test_plot_overlays_runs_with_the_spread_of_their_seeds(tmp_path, cli_env):
+    # Both runs and both plots in one process (the learning rate is data: one program).
     runs = [tmp_path / "base", tmp_path / "fast"]
-    for run_dir, extra in zip(runs, [[], ["--learning-rate", "0.001"]], strict=True):
-        rollax("train", "ppo", *TINY, "--num-seeds", "2", "--total-steps", "512",
-               "--log-every", "128", "--eval-episodes", "0", "--run-dir", str(run_dir), *extra,
-               env=cli_env)  # fmt: skip
+    out, iqm = tmp_path / "plots" / "curves.png", tmp_path / "iqm.svg"
+    commands = [
+        ["train", "ppo", *TINY, "--num-seeds", "2", "--total-steps", "512", "--log-every",
+         "128", "--eval-episodes", "0", "--run-dir", str(run_dir), *extra]
+        for run_dir, extra in zip(runs, [[], ["--learning-rate", "0.001"]], strict=True)
+    ]  # fmt: skip
+    commands.append(["plot", *map(str, runs), "--out", str(out), "--x", "time"])
+    commands.append(["plot", *map(str, runs), "--out", str(iqm), "--stat", "iqm"])
+    results = rollax_in_one_process(commands, cli_env)
+    assert [r["status"] for r in results] == [0, 0, 0, 0], results
     rows = [r for r in metrics(runs[0]) if r["episode_return"]]
     assert rows, "no episode ended"
     for row in rows:  # each seed's return is logged; episode_return is their mean
         seeds = [float(row[k]) for k in ("episode_return_seed0", "episode_return_seed1") if row[k]]
         assert float(row["episode_return"]) == pytest.approx(np.mean(seeds), abs=1e-3)
 
-    out = tmp_path / "plots" / "curves.png"
-    proc = rollax("plot", *map(str, runs), "--out", str(out), "--x", "time", env=cli_env)
-    assert f"Wrote {out} (2 runs)." in proc.stderr
+    assert f"Wrote {out} (2 runs)." in results[2]["stderr"]
     assert iio.imread(out).ndim == 3
     ax = draw_runs(runs, x="time").axes[0]  # what the command drew, as a figure
     assert len(ax.lines) == 2 and len(ax.collections) == 2  # a mean and a band per run
@@ -296,9 +301,7 @@ def test_plot_overlays_runs_with_the_spread_of_their_seeds(tmp_path, cli_env):
     ]
     assert ax.get_xlabel().startswith("wall-clock training time")
     assert draw_runs(runs).axes[0].get_xlabel() == "environment steps per seed"
-    iqm = tmp_path / "iqm.svg"
-    proc = rollax("plot", *map(str, runs), "--out", str(iqm), "--stat", "iqm", env=cli_env)
-    assert f"Wrote {iqm} (2 runs)." in proc.stderr
+    assert f"Wrote {iqm} (2 runs)." in results[3]["stderr"]
     assert "95% bootstrap CI over seeds" in iqm.read_text()
 
 
