@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -305,11 +306,22 @@ def test_plot_overlays_runs_with_the_spread_of_their_seeds(tmp_path, cli_env):
     assert "95% bootstrap CI over seeds" in iqm.read_text()
 
 
-@pytest.mark.extra("video")  # the .mp4
-def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(tmp_path, cli_env):
-    run_dir = tmp_path / "run"
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, cli_env) -> Path:
+    """A finished tiny PPO run (512 steps, no evaluation), trained once for the module's
+    tests; each test that changes it works on a copy."""
+    run_dir = tmp_path_factory.mktemp("tiny") / "run"
     rollax("train", "ppo", *TINY, "--total-steps", "512", "--eval-episodes", "0",
            "--run-dir", str(run_dir), env=cli_env)  # fmt: skip
+    return run_dir
+
+
+@pytest.mark.extra("video")  # the .mp4
+def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(
+    tmp_path, cli_env, tiny_run
+):
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run, run_dir)
     before = (run_dir / "metrics.csv").read_bytes()
     proc = rollax("train", "ppo", *TINY, "--total-steps", "512", "--run-dir", str(run_dir),
                   env=cli_env, check=False)  # fmt: skip
@@ -325,13 +337,15 @@ def test_an_existing_run_is_not_overwritten_and_video_formats_are_checked(tmp_pa
     assert data[4:8] == b"ftyp" and len(data) > 1000
 
 
-def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_path, cli_env):
-    first = tmp_path / "first"
-    rollax("train", "ppo", *TINY, "--total-steps", "512", "--eval-episodes", "0",
-           "--run-dir", str(first), env=cli_env)  # fmt: skip
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(
+    tmp_path, cli_env, tiny_run
+):
+    # What a run killed right after writing its config leaves: config.json alone.
     stopped = tmp_path / "stopped"
     stopped.mkdir()
-    (stopped / "config.json").write_text((first / "config.json").read_text())
+    config = json.loads((tiny_run / "config.json").read_text())
+    config["run"]["run_dir"] = str(stopped)
+    (stopped / "config.json").write_text(json.dumps(config))
     rollax("resume", str(stopped), env=cli_env)
     assert int(metrics(stopped)[-1]["env_steps"]) == 512
     assert metrics(stopped) and load_run(stopped).env_steps == 512
