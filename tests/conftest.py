@@ -14,6 +14,8 @@
   page's example that another page runs too; a CLI run) loads it instead of compiling it
   again. A cache hit still counts as a compile for ``jax.monitoring``'s ``backend_compile``
   event, which the compile-once tests count.
+- XLA: the suite compiles without XLA's backend optimizations, in pytest and in the
+  processes its tests start (``XLA_FLAGS``; tests/_xla.py says why and how to opt out).
 - Test order: modules with a slow test or an ``xdist_group`` run first, so that the two
   workers of ``make test`` do not end with one of them alone on a long test.
 - Optional packages: a test (or a module, through ``pytestmark``) that needs one is marked
@@ -41,9 +43,12 @@ import pytest
 from hypothesis import settings
 
 import rollax
+from _xla import use_suite_flags
 
-# Before the first computation: on a jaxlib whose CPU scheduler deadlocks (0.10), turn it off
-# as the command line does (rollax.avoid_cpu_scheduler_deadlock; a no-op on later ones).
+# Before the first computation: the suite's XLA flags (tests/_xla.py), and on a jaxlib whose
+# CPU scheduler deadlocks (0.10), that scheduler turned off as the command line does
+# (rollax.avoid_cpu_scheduler_deadlock; a no-op on later ones).
+use_suite_flags()
 rollax.avoid_cpu_scheduler_deadlock()
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")

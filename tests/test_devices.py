@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import pytest
 
+from _xla import host_devices
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.training import make_layout
 from rollax.training._layout import _packed_pmean
@@ -125,7 +126,7 @@ DQN_OPTIONS = [
 
 
 def _rollax(args: list[str], devices: int, env: dict) -> subprocess.CompletedProcess:
-    env = {**env, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    env = host_devices(env, devices)
     return subprocess.run(
         [sys.executable, "-m", "rollax", *args], env=env, capture_output=True, text=True,
         timeout=600,

@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import rollax
 from _cartpole import put_gymnasium_states_into
+from _xla import host_devices
 from rollax.adapters.gymnasium import RollaxVectorEnv, make_vec
 
 pytestmark = pytest.mark.extra("gymnasium")
@@ -180,7 +181,7 @@ print("on the second CPU")
 
 def test_environments_compute_on_the_chosen_device():
     # Two host devices, so that the chosen one differs from JAX's default.
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    env = host_devices(os.environ, 2)
     done = subprocess.run(
         [sys.executable, "-c", _ON_SECOND_CPU], env=env, capture_output=True, text=True
     )

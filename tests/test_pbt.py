@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from _xla import host_devices
 from rollax._files import KILL_AFTER_WRITES
 from rollax.agents.dqn import DQNConfig
 from rollax.agents.ppo import PPOConfig, make_ppo
@@ -288,8 +289,7 @@ PBT_CLI = [
 def test_a_population_over_4_devices_trains_as_on_1(tmp_path):
     # The command line's members on 4 (forced CPU) devices, one each, and on 1: the same
     # decisions, and parameters equal to the tolerance of tests/test_devices.py.
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env = host_devices({**os.environ, "JAX_PLATFORMS": "cpu"}, 4)
     said = {}
     for devices in (4, 1):
         done = subprocess.run(

@@ -23,6 +23,7 @@ import jax
 import numpy as np
 import pytest
 
+from _xla import host_devices
 from rollax.training import load_run
 
 pytestmark = pytest.mark.timeout(600)
@@ -52,7 +53,7 @@ def free_port() -> int:
 
 
 def start(command: list[str], env: dict, devices: int, cluster: list[str]) -> subprocess.Popen:
-    env = {**env, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    env = host_devices(env, devices)
     return subprocess.Popen(
         [sys.executable, "-m", "rollax", *command, *cluster],
         env=env,

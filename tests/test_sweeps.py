@@ -17,6 +17,7 @@ import jax
 import numpy as np
 import pytest
 
+from _xla import host_devices
 from rollax.agents.dqn import DQNConfig, make_dqn
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.pqn import PQNConfig, make_pqn
@@ -196,8 +197,7 @@ def test_auto_devices_spread_the_seed_axis_alone():
         "[[x.seed_devices, x.data_devices] for x in (m(8, 1, 'auto'), m(6, 2, 'auto'), "
         "m(3, 4, 'auto'), m(1, 1, 'auto'))]))"
     )
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}  # fmt: skip
+    env = host_devices({**os.environ, "JAX_PLATFORMS": "cpu"}, 4)
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -86,7 +86,9 @@ def test_batched_env_equals_vmapped_single_envs(env_id, key):
     _, (_, ts_s) = _rollout(lambda s, a: vstep(s, a, params), state_s, actions)
     assert ts_b.done.any()
     for field in ("obs", "final_obs", "reward"):
-        _assert_tree_close(getattr(ts_b, field), getattr(ts_s, field), 1e-5, 1e-6)
+        # float32 physics over 100 steps (Pendulum's near zero differs by about 1e-6 between
+        # the two programs); a wrong reset or action would differ by about 1.
+        _assert_tree_close(getattr(ts_b, field), getattr(ts_s, field), 1e-5, 1e-5)
     np.testing.assert_array_equal(ts_b.terminated, ts_s.terminated)
     np.testing.assert_array_equal(ts_b.truncated, ts_s.truncated)
 
