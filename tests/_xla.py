@@ -38,3 +38,12 @@ def host_devices(env: Mapping[str, str], count: int) -> dict[str, str]:
     suite's other flags."""
     flags = with_flags(env.get("XLA_FLAGS", ""), f"{_DEVICE_COUNT}={count}")
     return {**env, "XLA_FLAGS": flags}
+
+
+def xla_defaults(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a process that compiles with XLA's defaults: for a script whose own
+    training loop runs long enough that unoptimized code costs more than compiling saves (the
+    single-file DQN and SAC examples ran twice as long under :data:`SUITE_FLAGS`)."""
+    names = {flag.split("=", 1)[0] for flag in SUITE_FLAGS}
+    kept = [f for f in env.get("XLA_FLAGS", "").split() if f.split("=", 1)[0] not in names]
+    return {**env, "XLA_FLAGS": " ".join(kept)}

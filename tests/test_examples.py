@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from _xla import xla_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,6 +37,7 @@ def test_torch_ppo_through_the_gymnasium_adapter_learns_cartpole():
 def test_single_file_dqn_learns_cartpole():
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "dqn_cartpole.py"), "--eval-episodes", "16"],
+        env=xla_defaults(os.environ),
         capture_output=True,
         text=True,
         timeout=600,
@@ -48,6 +52,7 @@ def test_single_file_dqn_learns_cartpole():
 def test_single_file_sac_learns_pendulum():
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "sac_pendulum.py"), "--eval-episodes", "16"],
+        env=xla_defaults(os.environ),
         capture_output=True,
         text=True,
         timeout=600,
