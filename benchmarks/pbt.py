@@ -13,7 +13,7 @@ of the rows) is chosen, then evaluated on ``--episodes`` fresh episodes with its
 actions (a key of its own per repeat). ``--repeats`` independent repeats per arm (run seeds
 0, 1, ...) give the IQM of each arm with its 95% stratified bootstrap interval, the
 difference PBT - grid and the probability that a PBT repeat beats a grid repeat. Wall time
-per arm: everything ``rollax.training.train`` does (compiling, each arm from scratch with no
+per arm: everything ``rollax.runs.train`` does (compiling, each arm from scratch with no
 persistent cache, training, checkpoints, the population's steps and pictures), the median
 over repeats, and the ratio PBT / grid.
 
@@ -57,8 +57,8 @@ import rollax
 from _common import use_compilation_cache
 from rollax import stats
 from rollax.agents.ppo import PRESETS, PPOConfig
-from rollax.training import RunConfig, load_run, train
-from rollax.training._run_dir import read_metrics
+from rollax.runs import RunConfig, load_run, train
+from rollax.runs._run_dir import read_metrics
 
 LEARNING_RATES = ("1e-4", "3e-4", "1e-3", "3e-3")
 ENTROPY = ("0.001", "0.01")

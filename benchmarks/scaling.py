@@ -55,7 +55,7 @@ def worker(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_num_cpu_devices", args.local_devices)
-    from rollax.training import Cluster
+    from rollax.runs import Cluster
 
     Cluster(
         coordinator=args.coordinator,

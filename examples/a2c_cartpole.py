@@ -35,19 +35,16 @@ from rollax.agents import (
 from rollax.agents.ppo import feedforward_network
 from rollax.networks import ActorCritic
 from rollax.ops import gae
+from rollax.runs import RunConfig, evaluate_run, resume, train
 from rollax.spaces import observation_spec
 from rollax.training import (
     OPTIMIZER_DATA,
     Algorithm,
     Optimizer,
     OptimizerHyperParams,
-    RunConfig,
-    evaluate_run,
     optimizer_values,
     register,
-    resume,
     shard_env,
-    train,
 )
 
 

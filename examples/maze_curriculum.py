@@ -2,7 +2,7 @@
 
 ``Maze-v0`` starts the agent at least ``min_goal_distance`` cells from the goal. That
 distance is one of the environment's params, which are data in the training state: a
-callback given to ``rollax.training.train`` raises it between compiled chunks, without
+callback given to ``rollax.runs.train`` raises it between compiled chunks, without
 compiling again, and the run keeps its ``metrics.csv``, checkpoints and resume. (The maze's
 ``size`` sets the shapes of its arrays, so it is a constructor option and cannot change
 during a run.)
@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from rollax.agents.ppo import PPOConfig
-from rollax.training import RunConfig, load_run, train
+from rollax.runs import RunConfig, load_run, train
 
 STAGES = (1, 2, 4, 6)  # min_goal_distance, easiest first
 ADVANCE_AT = 0.3  # mean return of a logged chunk's episodes (goal 1, each step -0.01,

@@ -20,7 +20,7 @@ import pytest
 from _commands import rollax_in_one_process
 from _signals import signal_after_rows
 from rollax._files import KILL_AFTER_WRITES
-from rollax.training import draw_runs, load_run
+from rollax.runs import draw_runs, load_run
 
 TINY = [
     "--num-envs", "4", "--num-steps", "16", "--num-epochs", "2", "--num-minibatches", "2",
@@ -243,7 +243,7 @@ def refused(tmp_path_factory, cli_env) -> dict[tuple[str, ...], dict]:
     import dataclasses
 
     from rollax.agents.ppo import PPOConfig
-    from rollax.training import RunConfig
+    from rollax.runs import RunConfig
 
     commands = [args for args, _ in BAD_INPUT[1:]]
     dirs = {}
@@ -382,7 +382,7 @@ def test_a_diverging_run_stops_with_a_message_and_keeps_its_last_good_checkpoint
 
 @pytest.mark.extra("gymnax")
 def test_video_of_an_environment_without_render_is_refused_before_evaluating(tmp_path):
-    from rollax.training import check_video_path
+    from rollax.runs import check_video_path
 
     (tmp_path / "config.json").write_text(json.dumps({"env": "gymnax/CartPole-v1"}))
     with pytest.raises(ValueError, match="gymnax/CartPole-v1 cannot render"):

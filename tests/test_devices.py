@@ -136,7 +136,7 @@ def _rollax(args: list[str], devices: int, env: dict) -> subprocess.CompletedPro
 def test_a_checkpoint_of_4_devices_restores_on_2_and_on_1_with_its_replay(tmp_path):
     import shutil
 
-    from rollax.training import load_run
+    from rollax.runs import load_run
 
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     whole = tmp_path / "whole"

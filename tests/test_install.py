@@ -86,7 +86,7 @@ def test_the_tensorboard_writer_starts_without_importing_torch_which_imports_aft
     # tensorboardX would import PyTorch (1.6 s of every `rollax train`) for its type hints.
     code = (
         "import sys, tempfile\n"
-        "from rollax.training._sinks import TensorBoardSink\n"
+        "from rollax.runs._sinks import TensorBoardSink\n"
         "sink = TensorBoardSink(__import__('pathlib').Path(tempfile.mkdtemp()), ('x',), None)\n"
         "sink.write(1, {'x': 2.0}); sink.close()\n"
         "print('torch' in sys.modules)\n"

@@ -31,8 +31,8 @@ import pytest
 from _commands import rollax_in_one_process
 from rollax._files import KILL_AFTER_WRITES, write_atomic
 from rollax.checkpoints import Checkpointer
-from rollax.training._run_dir import RunDirectory, read_metrics
-from rollax.training._sinks import CsvSink
+from rollax.runs._run_dir import RunDirectory, read_metrics
+from rollax.runs._sinks import CsvSink
 
 TINY = [
     "--env", "CartPole-v1", "--num-envs", "4", "--num-steps", "16", "--num-epochs", "1",

@@ -24,8 +24,8 @@ from rollax._files import KILL_AFTER_WRITES
 from rollax.agents.dqn import DQNConfig
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.sac import SACConfig, make_sac
-from rollax.training import RunConfig, load_run, resume, train
-from rollax.training._pbt import (
+from rollax.runs import RunConfig, load_run, resume, train
+from rollax.runs._pbt import (
     PBTConfig,
     choose_sources,
     explore_values,
@@ -33,7 +33,7 @@ from rollax.training._pbt import (
     leaf_values,
     make_exploit,
 )
-from rollax.training._population import HISTORY, best_lineage, read_history
+from rollax.runs._population import HISTORY, best_lineage, read_history
 
 
 def _bits(tree):

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from rollax import stats
-from rollax.training import draw_runs, plot_curve, plot_runs
-from rollax.training._sinks import CsvSink, seed_return_fields
+from rollax.runs import draw_runs, plot_curve, plot_runs
+from rollax.runs._sinks import CsvSink, seed_return_fields
 
 FIELDS = ("env_steps", "updates", "wall_time", "steps_per_second", "episode_return", "episodes")
 

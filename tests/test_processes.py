@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from _xla import host_devices
-from rollax.training import load_run
+from rollax.runs import load_run
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -210,7 +210,7 @@ def test_a_killed_process_stops_the_other_with_a_message_and_the_run_resumes(tmp
 def test_the_message_of_a_lost_process(tmp_path):
     """What the supervisor reads in JAX's messages, and what it says (no processes here)."""
     from rollax._supervisor import failure_message, resume_commands, vanished_process
-    from rollax.training import Cluster
+    from rollax.runs import Cluster
 
     heartbeat = "UNAVAILABLE: Task 3 heartbeat timeout. This indicates that the remote task"
     assert vanished_process(heartbeat) == 3  # seen by process 0, which hosts the service

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rollax.agents.ppo import PPOConfig
-from rollax.training import RunConfig, evaluate_run, load_run, resume, train
+from rollax.runs import RunConfig, evaluate_run, load_run, resume, train
 
 SMALL = PPOConfig(num_envs=4, num_steps=16, num_epochs=1, num_minibatches=2,
                   hidden_sizes=(16,), total_steps=1024)  # fmt: skip
@@ -118,7 +118,7 @@ def test_a_callback_may_change_hyperparameters_but_not_shapes(tmp_path):
 
 
 def test_rounded_intervals_are_said(capsys):
-    from rollax.training._loop import intervals
+    from rollax.runs._loop import intervals
 
     rc = RunConfig(log_every=1000, checkpoint_every=65_536)
     assert intervals(rc, 1_000_000, 384, announce=True) == (1152, 65_664)

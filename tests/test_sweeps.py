@@ -23,7 +23,8 @@ from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.pqn import PQNConfig, make_pqn
 from rollax.agents.sac import SACConfig, make_sac
 from rollax.agents.td3 import TD3Config, make_td3
-from rollax.training import SCHEDULES, RunConfig, draw_runs, load_run, resume, train
+from rollax.runs import RunConfig, draw_runs, load_run, resume, train
+from rollax.training import SCHEDULES
 
 PPO_SMALL = PPOConfig(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2,
                       hidden_sizes=(16,), total_steps=4096, num_seeds=2)  # fmt: skip

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from rollax.agents.ppo import PPOConfig
-from rollax.training import RunConfig, resume, train, write_video
-from rollax.training._run_dir import read_metrics
+from rollax.runs import RunConfig, resume, train, write_video
+from rollax.runs._run_dir import read_metrics
 
 pytestmark = pytest.mark.extra("wandb", "mlflow")
 
@@ -185,7 +185,7 @@ def test_a_tracker_failing_mid_run_is_said_once_and_the_run_goes_on(tmp_path, ca
 def test_sweep_members_keep_their_names_within_what_mlflow_allows():
     from mlflow.utils.validation import _validate_metric_name
 
-    from rollax.training._trackers import _mlflow_name
+    from rollax.runs._trackers import _mlflow_name
 
     name = "episode_return[learning_rate=0.001 ent_coef=0]_seed1"
     assert _mlflow_name(name) == "episode_return/learning_rate:0.001 ent_coef:0/seed1"
@@ -198,7 +198,7 @@ def test_sweep_members_keep_their_names_within_what_mlflow_allows():
 
 
 def test_a_damaged_tracker_record_starts_new_tracker_runs(tmp_path, capsys):
-    from rollax.training._trackers import TrackerRecord
+    from rollax.runs._trackers import TrackerRecord
 
     (tmp_path / "trackers.json").write_text('{"wandb": ')  # cut short by hand
     record = TrackerRecord(tmp_path / "trackers.json")
@@ -215,9 +215,9 @@ def test_tracker_settings_that_are_not_text_are_refused():
 
 
 def test_a_run_written_before_the_trackers_existed_still_loads(tmp_path):
+    from rollax.runs._run import read_run_config
+    from rollax.runs._run_dir import RunDirectory
     from rollax.training import config_to_json
-    from rollax.training._run import read_run_config
-    from rollax.training._run_dir import RunDirectory
 
     run = config_to_json(RunConfig())
     del run["wandb"], run["mlflow"]  # what config.json held before

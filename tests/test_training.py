@@ -15,15 +15,14 @@ import pytest
 import rollax
 from rollax._struct import pytree_dataclass
 from rollax.agents.ppo import PRESETS, PPOConfig
+from rollax.runs import RunConfig, run_keys
 from rollax.training import (
     ConfigError,
-    RunConfig,
     config_to_json,
     decode_config,
     feedforward_policy,
     make_evaluator,
     params_for_batch,
-    run_keys,
     vmap_seeds,
 )
 
@@ -177,3 +176,15 @@ def test_vmap_seeds_matches_vmap_with_and_without_a_batch_of_one(num_seeds):
         jax.random.key_data(split),
         jax.random.key_data(jax.vmap(jax.random.split, out_axes=1)(keys)),
     )
+
+
+def test_the_run_names_that_moved_to_rollax_runs_still_import_from_training_with_a_warning():
+    import rollax.runs
+    import rollax.training
+
+    with pytest.warns(DeprecationWarning, match=r"rollax\.runs\.train"):
+        from rollax.training import train
+    assert train is rollax.runs.train
+    with pytest.raises(AttributeError, match="no_such_name"):
+        rollax.training.no_such_name  # noqa: B018
+    assert not set(rollax.runs.__all__) & set(rollax.training.__all__)

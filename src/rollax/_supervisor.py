@@ -63,7 +63,7 @@ def supervise(command: str, argv: list[str], cluster: Any, run_dir: str | Path) 
     Args:
         command: ``"train"`` or ``"resume"``, for messages.
         argv: The child's arguments (this command's, the run directory made explicit).
-        cluster: The :class:`~rollax.training.Cluster` this process joins.
+        cluster: The :class:`~rollax.runs.Cluster` this process joins.
         run_dir: The run's directory, where the last complete checkpoint is looked up.
     """
     env = {**os.environ, CHILD: str(os.getpid())}
@@ -172,7 +172,7 @@ def failure_message(command: str, code: int, stderr: str, cluster: Any, run_dir:
     elif not steps:
         lines.append(f"{run_dir} holds no complete checkpoint yet: start the run again.")
     else:
-        from rollax.training import RunDirectory
+        from rollax.runs import RunDirectory
 
         where = RunDirectory(run_dir).checkpoints / str(steps[-1])
         lines.append(f"Last complete checkpoint: step {steps[-1]} ({where}).")
@@ -186,7 +186,7 @@ def checkpoint_steps(run_dir: Path) -> list[int] | None:
     import jax
 
     from rollax.checkpoints import Checkpointer
-    from rollax.training import RunDirectory
+    from rollax.runs import RunDirectory
 
     previous = jax.config.jax_platforms
     jax.config.update("jax_platforms", "cpu")  # Orbax starts a backend: not the accelerator

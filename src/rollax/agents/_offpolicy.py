@@ -23,6 +23,9 @@ Everything is written for one seed on one shard: the shard's environments fill t
 own replay buffer (``buffer_size / num_shards``), each gradient step samples
 ``batch_size / num_shards`` windows from it, and the learner's gradient step averages the
 gradients over the seed's shards. The training layer maps it over seeds and shards.
+
+The replay buffer's own side (its size per shard, the transition it stores, the n-step
+windows learners read) is ``rollax.agents._replay``.
 """
 
 from __future__ import annotations
@@ -35,12 +38,15 @@ import jax
 import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
+from rollax.agents._replay import (
+    no_carry,
+    replay_buffer,
+    transition_example,
+)
 from rollax.buffers import BufferState, SequenceBuffer, Transition
 from rollax.envs import EnvParams, EnvState, VecEnv
 from rollax.ops import (
-    NStepReturn,
     normalize_observation,
-    nstep_return,
     observation_stats,
     update_observation_stats,
 )
@@ -50,6 +56,7 @@ from rollax.training import (
     SHARD,
     SHARED,
     Agent,
+    AgentPieces,
     Layout,
     Policy,
     ShardStart,
@@ -58,20 +65,16 @@ from rollax.training import (
 from rollax.types import PRNGKey
 
 __all__ = [
+    "checkpoint_hooks",
     "LAYOUT",
     "OffPolicyLearner",
     "OffPolicyState",
     "build_offpolicy_agent",
-    "checkpoint_hooks",
     "feedforward_act",
     "feedforward_policy_act",
     "init_offpolicy_state",
-    "is_recurrent",
     "make_offpolicy_iteration",
-    "no_carry",
-    "nstep_window",
     "observe_for_policy",
-    "replay_buffer",
 ]
 
 
@@ -142,32 +145,6 @@ LAYOUT = OffPolicyState(
 """Where each part of :class:`OffPolicyState` lives (see :mod:`rollax.training`'s layouts)."""
 
 
-def nstep_window(batch: Transition, gamma: jax.Array) -> tuple[Any, jax.Array, NStepReturn, Any]:
-    """A sampled batch of windows ``(B, n_step, ...)`` as one-step learners read it.
-
-    Returns:
-        ``(obs, action, ret, next_obs)``: each window's first observation and action, its
-        :class:`~rollax.ops.NStepReturn` (sums that stop at a termination and bootstrap a
-        truncation), and the true successor the return bootstraps from (``final_obs``
-        where an episode ended), leaves ``(B, ...)``.
-    """
-    obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
-    ret = nstep_return(batch.reward, batch.terminated, batch.truncated, gamma)
-    rows = jnp.arange(ret.index.shape[0])
-    next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
-    return obs, batch.action[:, 0], ret, next_obs
-
-
-def no_carry(batch: int) -> tuple:
-    """The carry of a feed-forward learner: ``()``, whatever the batch."""
-    return ()
-
-
-def is_recurrent(initial_carry: Callable[[int], Any]) -> bool:
-    """Whether a learner with this ``initial_carry`` has a carry (leaves) to thread."""
-    return bool(jax.tree.leaves(jax.eval_shape(lambda: initial_carry(1))))
-
-
 def feedforward_act(act: Callable[..., tuple[jax.Array, Any]]) -> Callable[..., tuple]:
     """A feed-forward learner's ``act`` in the driver's interface (with a carry).
 
@@ -198,30 +175,6 @@ def feedforward_policy_act(policy_act: Callable[..., jax.Array]) -> Callable[...
         return policy_act(learner, obs, key, deterministic), carry
 
     return with_carry
-
-
-def transition_example(
-    obs_spec: Any, env: VecEnv, initial_carry: Callable[[int], Any] = no_carry
-) -> Transition:
-    """One environment's :class:`Transition` of zeros, to shape the replay buffer.
-
-    A recurrent learner's transitions also keep ``first`` and the carry before the step.
-    """
-    obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
-    space = env.action_space
-    memory = {}
-    if is_recurrent(initial_carry):
-        carry = jax.tree.map(lambda x: x[0], initial_carry(1))
-        memory = {"first": jnp.zeros((), bool), "carry": carry}
-    return Transition(
-        obs=obs,
-        action=jnp.zeros(space.shape, space.dtype),
-        reward=jnp.zeros((), jnp.float32),
-        terminated=jnp.zeros((), bool),
-        truncated=jnp.zeros((), bool),
-        next_obs=obs,
-        **memory,
-    )
 
 
 def checkpoint_hooks(
@@ -291,24 +244,6 @@ def init_offpolicy_state(
         env_steps=jnp.zeros((), jnp.int32),
         updates=jnp.zeros((), jnp.int32),
         stored=jnp.zeros((), jnp.int32),
-    )
-
-
-def replay_buffer(config: Any) -> SequenceBuffer:
-    """One shard's replay buffer, sized by an off-policy config.
-
-    ``buffer_size / num_shards`` transitions from ``num_envs / num_shards`` environments,
-    sampled as windows of ``replay_length`` transitions (prioritized when the config has
-    ``prioritized``, storing each observation once with ``compact_replay``).
-    """
-    shards = config.num_shards
-    return SequenceBuffer(
-        capacity=config.buffer_size // shards,
-        num_envs=config.num_envs // shards,
-        sequence_length=config.replay_length,
-        prioritized=getattr(config, "prioritized", False),
-        priority_exponent=getattr(config, "priority_exponent", 0.6),
-        compact=config.compact_replay,
     )
 
 
@@ -551,21 +486,23 @@ def build_offpolicy_agent(
         config, layout, buffer, obs_spec, env, initial_carry
     )
     return build_agent(
-        name=name,
-        config=config,
-        layout=layout,
-        env=env,
-        state_layout=LAYOUT,
-        hyperparams=learner.hyperparams,
-        init=init,
-        iteration=iteration,
-        steps_per_iteration=config.steps_per_iteration,
-        unit_name="vectorized steps of num_envs * train_every",
-        metric_names=learner.metric_names,
-        policy=Policy(init_carry=lambda state, batch: initial_carry(batch), act=act_for_policy),
-        with_budget=learner.with_budget,
-        to_checkpoint=to_checkpoint,
-        from_checkpoint=from_checkpoint,
-        # Level 1 compiles the training program 10% faster and runs it as fast.
-        run_cpu_level=1,
+        name,
+        config,
+        layout,
+        env,
+        AgentPieces(
+            state_layout=LAYOUT,
+            hyperparams=learner.hyperparams,
+            init=init,
+            iteration=iteration,
+            steps_per_iteration=config.steps_per_iteration,
+            unit_name="vectorized steps of num_envs * train_every",
+            metric_names=learner.metric_names,
+            policy=Policy(init_carry=lambda state, batch: initial_carry(batch), act=act_for_policy),
+            with_budget=learner.with_budget,
+            to_checkpoint=to_checkpoint,
+            from_checkpoint=from_checkpoint,
+            # Level 1 compiles the training program 10% faster and runs it as fast.
+            run_cpu_level=1,
+        ),
     )

@@ -55,6 +55,7 @@ from rollax.training import (
     SHARD,
     SHARED,
     Agent,
+    AgentPieces,
     GradientStep,
     Optimizer,
     Policy,
@@ -411,23 +412,25 @@ def build_onpolicy_agent(
         )
 
     agent = build_agent(
-        name=name,
-        config=config,
-        layout=layout,
-        env=env,
-        state_layout=LAYOUT,
-        hyperparams=learner.hyperparams,
-        init=init,
-        iteration=iteration,
-        steps_per_iteration=config.batch_size,
-        unit_name="rollouts of num_envs * num_steps",
-        metric_names=learner.metric_names,
-        policy=Policy(init_carry=lambda state, batch: network.initial_carry(batch), act=act),
-        with_budget=with_budget,
-        # On the CPU, LLVM level 1 compiles PPO's training program with about 20% less work
-        # (CartPole's preset: 4.4 CPU-s instead of 5.5; Breakout-MinAtar's: 6.6 instead of
-        # 8.2) and runs it as fast (0.22 s and 1.7 CPU-s per measured call both ways).
-        run_cpu_level=1,
+        name,
+        config,
+        layout,
+        env,
+        AgentPieces(
+            state_layout=LAYOUT,
+            hyperparams=learner.hyperparams,
+            init=init,
+            iteration=iteration,
+            steps_per_iteration=config.batch_size,
+            unit_name="rollouts of num_envs * num_steps",
+            metric_names=learner.metric_names,
+            policy=Policy(init_carry=lambda state, batch: network.initial_carry(batch), act=act),
+            with_budget=with_budget,
+            # On the CPU, LLVM level 1 compiles PPO's training program with about 20% less work
+            # (CartPole's preset: 4.4 CPU-s instead of 5.5; Breakout-MinAtar's: 6.6 instead of
+            # 8.2) and runs it as fast (0.22 s and 1.7 CPU-s per measured call both ways).
+            run_cpu_level=1,
+        ),
     )
     every_shard = layout.on_every_shard(rollout, LAYOUT, env, config.num_envs)
 

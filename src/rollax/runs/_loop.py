@@ -16,7 +16,7 @@ checkpoint when one is due. Four things end a run early:
   short and every reader leaves out; ``rollax resume`` drops that row, and the rows and
   events past the checkpoint it continues from.
 - A callback that asks to stop (returns ``False``): a checkpoint is saved and the run ends
-  without its final evaluation; ``rollax resume`` (or :func:`rollax.training.resume` with
+  without its final evaluation; ``rollax resume`` (or :func:`rollax.runs.resume` with
   the same callback) continues it.
 
 A callback (``train(..., callback=f)``) is called after every chunk, once its metrics row is
@@ -41,16 +41,16 @@ from typing import Any
 import jax
 import numpy as np
 
-from rollax.training._distributed import agree_any
-from rollax.training._pbt import PBTConfig
-from rollax.training._plots import plot_curve, plot_population
-from rollax.training._population import HISTORY, Population, ScheduleReplay
-from rollax.training._progress import Progress
-from rollax.training._run import Run, evaluate_state
-from rollax.training._run_dir import is_writer, write_atomic
-from rollax.training._sinks import CsvSink, TensorBoardSink, seed_return_fields
+from rollax.runs._distributed import agree_any
+from rollax.runs._pbt import PBTConfig
+from rollax.runs._plots import plot_curve, plot_population
+from rollax.runs._population import HISTORY, Population, ScheduleReplay
+from rollax.runs._progress import Progress
+from rollax.runs._run import Run, evaluate_state
+from rollax.runs._run_dir import is_writer, write_atomic
+from rollax.runs._sinks import CsvSink, TensorBoardSink, seed_return_fields
 from rollax.training._sweep import point_labels
-from rollax.training._trackers import open_trackers
+from rollax.runs._trackers import open_trackers
 
 __all__ = [
     "COMMON_METRICS",

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from rollax import stats
-from rollax.training._run_dir import RunDirectory, read_metrics, write_atomic
-from rollax.training._sinks import seed_return_fields
+from rollax.runs._run_dir import RunDirectory, read_metrics, write_atomic
+from rollax.runs._sinks import seed_return_fields
 from rollax.training._sweep import point_labels
 
 if TYPE_CHECKING:
@@ -462,7 +462,7 @@ def draw_population(directory: str | Path) -> Figure:
     """
     from matplotlib.figure import Figure
 
-    from rollax.training._population import HISTORY, best_lineage, read_history
+    from rollax.runs._population import HISTORY, best_lineage, read_history
 
     directory = Path(directory)
     history = read_history(directory / HISTORY)

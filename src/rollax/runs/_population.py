@@ -1,7 +1,7 @@
 """A population-based training run on disk: its history, its steps between chunks, replays.
 
-The pieces (who copies whom, what explores, the compiled copy) are :mod:`rollax.training._pbt`;
-this module applies them to a :class:`~rollax.training.Run` and keeps ``population.jsonl``.
+The pieces (who copies whom, what explores, the compiled copy) are :mod:`rollax.runs._pbt`;
+this module applies them to a :class:`~rollax.runs.Run` and keeps ``population.jsonl``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rollax._files import wrote
-from rollax.training._pbt import (
+from rollax.runs._pbt import (
     PBTConfig,
     choose_sources,
     evolvable_fields,
@@ -23,8 +23,8 @@ from rollax.training._pbt import (
     leaf_values,
     make_exploit,
 )
-from rollax.training._run_dir import is_writer, read_metrics, write_atomic
-from rollax.training._sinks import seed_return_fields
+from rollax.runs._run_dir import is_writer, read_metrics, write_atomic
+from rollax.runs._sinks import seed_return_fields
 
 __all__ = [
     "HISTORY",

@@ -23,14 +23,14 @@ import numpy as np
 from rollax.checkpoints import Checkpointer
 from rollax.training._agent import Agent
 from rollax.training._config import config_to_json, decode_config
-from rollax.training._keys import run_keys
-from rollax.training._pbt import PBTConfig
-from rollax.training._population import HISTORY, check_population
+from rollax.runs._keys import run_keys
+from rollax.runs._pbt import PBTConfig
+from rollax.runs._population import HISTORY, check_population
 from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
-from rollax.training._run_dir import RunDirectory
+from rollax.runs._run_dir import RunDirectory
 from rollax.training._sweep import point_labels
-from rollax.training._video import check_video_path
-from rollax.training._video import write_video as write_agent_video
+from rollax.runs._video import check_video_path
+from rollax.runs._video import write_video as write_agent_video
 
 __all__ = [
     "Run",
@@ -284,7 +284,7 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
             (resume it instead).
         TypeError: a configuration no registered algorithm takes.
     """
-    from rollax.training._loop import train_loop
+    from rollax.runs._loop import train_loop
 
     algorithm = algorithm_for_config(config)
     config.validate()
@@ -434,7 +434,7 @@ def resume(
     ``progress``: show a progress bar or not (``None``: as the run was started).
     ``callback``: as :func:`train`'s; give the same one to go on as the run would have.
     """
-    from rollax.training._loop import train_loop
+    from rollax.runs._loop import train_loop
 
     run = load_run(directory, total_steps, for_training=True, devices=devices)
     if progress is not None:
@@ -501,7 +501,7 @@ def write_video(directory: str | Path, path: str | Path, fps: int = 30) -> tuple
     Raises:
         ValueError: an unsupported extension, or an environment that cannot be recorded.
     """
-    from rollax.training._trackers import open_trackers
+    from rollax.runs._trackers import open_trackers
 
     path = check_video_path(path, directory)
     run = load_run(directory)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rollax.training._run_dir import RunDirectory, is_writer, write_atomic
+from rollax.runs._run_dir import RunDirectory, is_writer, write_atomic
 
 __all__ = ["MlflowTracker", "Tracker", "TrackerRecord", "WandbTracker", "open_trackers"]
 
@@ -377,7 +377,7 @@ class TrackerRecord:
 def open_trackers(
     directory: RunDirectory, run_config: Any, config: dict[str, Any], continuing_only: bool = False
 ) -> list:
-    """The trackers a run's :class:`~rollax.training.RunConfig` asks for, on process 0 only.
+    """The trackers a run's :class:`~rollax.runs.RunConfig` asks for, on process 0 only.
 
     Args:
         directory: The run directory.

@@ -1,7 +1,7 @@
-"""The training layer that every agent shares.
+"""The training layer that every agent shares: what turns an algorithm into a compiled agent.
 
 - The agent interface (:class:`Agent`, :class:`Policy`) and :func:`build_agent`, which turns
-  an algorithm's pure pieces, written for one seed on one shard, into
+  an algorithm's pure pieces (:class:`AgentPieces`), written for one seed on one shard, into
   ``init``/``run``/``evaluate``.
 - Layouts (:class:`Layout`, the tags :data:`SEED`, :data:`SHARD`, :data:`SHARED`,
   :data:`ENV_PARAMS`): how seeds and shards map onto a mesh of devices; the one gradient
@@ -11,19 +11,18 @@
 - The algorithm registry (:class:`Algorithm`, :func:`get_algorithm`) that the command line
   and run directories dispatch on.
 - One evaluator for every agent, with the state's params and episode limit.
-- Runs on disk: :func:`train`, :func:`resume`, :func:`load_run`, :func:`evaluate_run`,
-  :func:`write_video`, with metrics, progress, checkpoints, a NaN guard and clean stops.
-- Learning curves: :func:`plot_runs` (:func:`draw_runs`) overlays several runs, the mean
-  over each run's seeds with a band for their spread.
-- Population-based training (``RunConfig.pbt_*``): the schedules that emerged
-  (:func:`plot_population`, :func:`draw_population`) and the best member's
-  (:func:`best_lineage`).
-- Configuration files decoded by field type, and the random keys of a run.
+- Sweeps (``sweep`` in an agent's config): grid points times seeds as members of one program.
+- Configuration decoded by field type (:func:`decode_config`, :func:`with_defaults`).
+
+Running an agent on disk (``train``, ``resume``, run directories, metrics, plots, video,
+population-based training, processes) lives in :mod:`rollax.runs`. Those names were
+importable from here before; they still are for this release, with a ``DeprecationWarning``.
 """
 
 from rollax.training._agent import (
     EPISODE_METRICS,
     Agent,
+    AgentPieces,
     Policy,
     ShardStart,
     build_agent,
@@ -32,10 +31,8 @@ from rollax.training._agent import (
     layout_for,
 )
 from rollax.training._config import ConfigError, config_to_json, decode_config, with_defaults
-from rollax.training._distributed import Cluster, agree_any
 from rollax.training._envs import shard_env, training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
-from rollax.training._keys import RunKeys, run_keys
 from rollax.training._layout import (
     ENV_PARAMS,
     SEED,
@@ -47,7 +44,6 @@ from rollax.training._layout import (
     map_seeds,
     resolve_devices,
 )
-from rollax.training._loop import COMMON_METRICS, Callback, TrainingDiverged
 from rollax.training._optim import (
     OPTIMIZER_DATA,
     OPTIMIZERS,
@@ -61,14 +57,6 @@ from rollax.training._optim import (
     schedule_multiplier,
     stretch_schedule,
 )
-from rollax.training._plots import (
-    draw_population,
-    draw_runs,
-    plot_curve,
-    plot_population,
-    plot_runs,
-)
-from rollax.training._population import best_lineage
 from rollax.training._registry import (
     Algorithm,
     algorithm_for_config,
@@ -76,23 +64,10 @@ from rollax.training._registry import (
     get_algorithm,
     register,
 )
-from rollax.training._run import (
-    Run,
-    RunConfig,
-    enable_compilation_cache,
-    evaluate_run,
-    load_run,
-    resume,
-    train,
-    write_video,
-)
-from rollax.training._run_dir import RunDirectory
 from rollax.training._scale_config import ScaleConfig
 from rollax.training._seeds import vmap_seeds
-from rollax.training._video import check_video_path, record_episode
 
 __all__ = [
-    "COMMON_METRICS",
     "ENV_PARAMS",
     "EPISODE_METRICS",
     "OPTIMIZERS",
@@ -102,8 +77,8 @@ __all__ = [
     "SHARD",
     "SHARED",
     "Agent",
+    "AgentPieces",
     "Algorithm",
-    "Cluster",
     "ConfigError",
     "GradientStep",
     "Layout",
@@ -111,52 +86,77 @@ __all__ = [
     "OptimizerConfig",
     "OptimizerHyperParams",
     "Policy",
-    "Run",
-    "RunConfig",
-    "RunDirectory",
-    "RunKeys",
     "ScaleConfig",
     "ShardStart",
-    "TrainingDiverged",
-    "Callback",
-    "agree_any",
     "algorithm_for_config",
     "algorithms",
-    "best_lineage",
     "build_agent",
     "check_budget",
-    "check_video_path",
     "config_to_json",
     "decode_config",
-    "draw_population",
-    "draw_runs",
-    "enable_compilation_cache",
-    "evaluate_run",
     "feedforward_policy",
     "get_algorithm",
     "layout_for",
-    "load_run",
     "make_evaluator",
     "make_layout",
     "map_axis",
     "map_seeds",
     "optimizer_values",
     "params_for_batch",
-    "plot_curve",
-    "plot_population",
-    "plot_runs",
     "polyak",
-    "record_episode",
     "schedule_multiplier",
     "stretch_schedule",
     "register",
     "resolve_devices",
-    "resume",
-    "run_keys",
-    "train",
     "shard_env",
     "training_env",
     "vmap_seeds",
     "with_defaults",
-    "write_video",
 ]
+
+
+_MOVED_TO_RUNS = frozenset(
+    {
+        "COMMON_METRICS",
+        "Callback",
+        "Cluster",
+        "Run",
+        "RunConfig",
+        "RunDirectory",
+        "RunKeys",
+        "TrainingDiverged",
+        "agree_any",
+        "best_lineage",
+        "check_video_path",
+        "draw_population",
+        "draw_runs",
+        "enable_compilation_cache",
+        "evaluate_run",
+        "load_run",
+        "plot_curve",
+        "plot_population",
+        "plot_runs",
+        "record_episode",
+        "resume",
+        "run_keys",
+        "train",
+        "write_video",
+    }
+)
+
+
+def __getattr__(name: str):
+    """The names that moved to :mod:`rollax.runs`, for one release, with a warning."""
+    if name in _MOVED_TO_RUNS:
+        import warnings
+
+        import rollax.runs
+
+        warnings.warn(
+            f"rollax.training.{name} moved to rollax.runs.{name}; import it from there "
+            "(rollax.training keeps the name for this release only)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(rollax.runs, name)
+    raise AttributeError(f"module 'rollax.training' has no attribute {name!r}")

@@ -20,10 +20,10 @@ environments (docs/design.md §5):
 - ``with_budget(state, total_steps)``: what a new budget changes on resume (every agent
   stretches its learning-rate schedule, DQN its exploration schedule too).
 
-:func:`build_agent` maps them over the members of the state's seed axis (seeds, and with a
-sweep each grid point's seeds: see :mod:`rollax.training`'s sweeps) and over shards, places
-them on devices, and turns them
-into an :class:`Agent`: ``run(state, num_steps)`` runs exactly ``num_steps`` environment steps
+:func:`build_agent` takes them as one :class:`AgentPieces`, maps them over the members of
+the state's seed axis (seeds, and with a sweep each grid point's seeds: see
+:mod:`rollax.training`'s sweeps) and over shards, places them on devices, and turns them into
+an :class:`Agent`: ``run(state, num_steps)`` runs exactly ``num_steps`` environment steps
 per seed in one compiled loop whose length is data (no second compile), reduces the metrics
 once, and flags seeds whose parameters or losses are no longer finite; ``evaluate`` plays
 whole episodes with the shared evaluator; ``warmup`` compiles everything side by side.
@@ -58,6 +58,7 @@ from rollax.types import PRNGKey
 __all__ = [
     "EPISODE_METRICS",
     "Agent",
+    "AgentPieces",
     "Policy",
     "ShardStart",
     "build_agent",
@@ -254,25 +255,52 @@ def _seed_policy(policy: Policy, state_layout: Any, num_seeds: int) -> Policy:
     return Policy(init_carry=init_carry, act=act)
 
 
-def build_agent(
-    *,
-    name: str,
-    config: Any,
-    layout: Layout,
-    env: VecEnv,
-    state_layout: Any,
-    hyperparams: Callable[[Any], Any],
-    init: Callable[[PRNGKey, ShardStart, Any], Any],
-    iteration: Callable[[Any], tuple[Any, dict[str, jax.Array]]],
-    steps_per_iteration: int,
-    unit_name: str,
-    metric_names: Sequence[str],
-    policy: Policy,
-    with_budget: Callable[[Any, int], Any],
-    to_checkpoint: Callable[[Any], Any] | None = None,
-    from_checkpoint: Callable[[Any], Any] | None = None,
-    run_cpu_level: int | None = None,
-) -> Agent:
+@dataclasses.dataclass(frozen=True)
+class AgentPieces:
+    """An algorithm's pure pieces, written for one seed on one shard, for :func:`build_agent`.
+
+    The on-policy and off-policy drivers of :mod:`rollax.agents` build these from a learner;
+    an algorithm with a loop of its own gives them directly.
+    """
+
+    state_layout: Any
+    """The state's layout: a prefix tree of the state with a tag per subtree (:data:`SEED`,
+    :data:`SHARD`, :data:`SHARED`, :data:`ENV_PARAMS`)."""
+    hyperparams: Callable[[Any], Any]
+    """``config -> hparams``: one seed's hyperparameters held as data, a pytree of numbers,
+    for a configuration (called on each member's configuration; the fields they depend on
+    are the config class's ``SWEEPABLE``)."""
+    init: Callable[[PRNGKey, ShardStart, Any], Any]
+    """``(key, start, hparams) -> state`` of one seed's shard: ``key`` the seed's (the same on
+    all its shards: per-seed leaves must come from it alone), ``start`` the shard's
+    :class:`ShardStart`, ``hparams`` the member's ``hyperparams`` as float32 ``()`` leaves."""
+    iteration: Callable[[Any], tuple[Any, dict[str, jax.Array]]]
+    """``state -> (state, metrics)`` of one shard; metrics are scalars: :data:`EPISODE_METRICS`
+    (this shard's), ``metric_names``, and optionally ``learned`` (bool: the metrics count in
+    the mean; absent: always)."""
+    steps_per_iteration: int
+    """Environment steps per seed of one iteration."""
+    unit_name: str
+    """What one iteration is, for budget errors (e.g. "rollouts of num_envs * num_steps")."""
+    metric_names: Sequence[str]
+    """The agent's own metrics."""
+    policy: Policy
+    """Its one-seed policy for evaluation and video (observations ``(B, ...)``)."""
+    with_budget: Callable[[Any, int], Any]
+    """``(state, total_steps) -> state``: its resume hook for a new budget (on the global
+    state)."""
+    to_checkpoint: Callable[[Any], Any] | None = None
+    """What a checkpoint keeps of the state (``None``: all of it)."""
+    from_checkpoint: Callable[[Any], Any] | None = None
+    """The state again from what a checkpoint kept (``None``: as kept)."""
+    run_cpu_level: int | None = None
+    """An LLVM optimization level for the training program on CPU (``None``: XLA's default).
+    Level 1 compiles DQN's and SAC's training programs 10% faster and runs them as fast (SAC,
+    Pendulum: 3.45 s instead of 3.83 s, 1,264 against 1,258 steps/s); level 0 runs them 4x
+    slower."""
+
+
+def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: AgentPieces) -> Agent:
     """Compose an algorithm's one-seed, one-shard pieces into an :class:`Agent`.
 
     The layer maps the pieces over seeds and shards and places them on the layout's devices
@@ -284,30 +312,15 @@ def build_agent(
         layout: Where seeds and shards sit (:func:`rollax.training.layout_for`); its ``mean`` is
             the one collective the pieces may call (through :class:`rollax.training.GradientStep`).
         env: One shard's batch of ``num_envs // num_shards`` environments.
-        state_layout: The state's layout: a prefix tree of the state with a tag per subtree
-            (:data:`SEED`, :data:`SHARD`, :data:`SHARED`, :data:`ENV_PARAMS`).
-        hyperparams: ``config -> hparams``: one seed's hyperparameters held as data, a
-            pytree of numbers, for a configuration (called on each member's configuration;
-            the fields they depend on are the config class's ``SWEEPABLE``).
-        init: ``(key, start, hparams) -> state`` of one seed's shard: ``key`` the seed's (the
-            same on all its shards: per-seed leaves must come from it alone), ``start`` the
-            shard's :class:`ShardStart`, ``hparams`` the member's ``hyperparams`` as float32
-            ``()`` leaves.
-        iteration: ``state -> (state, metrics)`` of one shard; metrics are scalars:
-            :data:`EPISODE_METRICS` (this shard's), ``metric_names``, and optionally
-            ``learned`` (bool: the metrics count in the mean; absent: always).
-        steps_per_iteration: Environment steps per seed of one iteration.
-        unit_name: What one iteration is, for budget errors.
-        metric_names: The agent's own metrics.
-        policy: Its one-seed policy for evaluation and video (observations ``(B, ...)``).
-        with_budget: Its resume hook for a new budget (on the global state).
-        to_checkpoint: What a checkpoint keeps of the state (``None``: all of it).
-        from_checkpoint: The state again from what a checkpoint kept (``None``: as kept).
-        run_cpu_level: An LLVM optimization level for the training program on CPU
-            (``None``: XLA's default). Level 1 compiles DQN's and SAC's training programs
-            10% faster and runs them as fast (SAC, Pendulum: 3.45 s instead of 3.83 s,
-            1,264 against 1,258 steps/s); level 0 runs them 4x slower.
+        pieces: The algorithm's pieces (:class:`AgentPieces`).
     """
+    if not isinstance(pieces, AgentPieces):
+        raise TypeError(f"build_agent: pieces must be an AgentPieces, got {type(pieces).__name__}")
+    state_layout, hyperparams, init = pieces.state_layout, pieces.hyperparams, pieces.init
+    iteration, steps_per_iteration = pieces.iteration, pieces.steps_per_iteration
+    unit_name, metric_names, policy = pieces.unit_name, pieces.metric_names, pieces.policy
+    with_budget, run_cpu_level = pieces.with_budget, pieces.run_cpu_level
+    to_checkpoint, from_checkpoint = pieces.to_checkpoint, pieces.from_checkpoint
     seeds, shards = layout.num_seeds, layout.num_shards
     metric_names = tuple(metric_names)
     num_envs = int(config.num_envs)

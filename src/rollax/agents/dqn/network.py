@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rollax.agents._offpolicy import no_carry
+from rollax.agents._replay import no_carry
 from rollax.agents.dqn.config import DQNConfig
 from rollax.envs import VecEnv
 from rollax.networks import QNetwork, RecurrentQNetwork, initial_carry, run_cell

@@ -29,8 +29,8 @@ from rollax.agents._offpolicy import (
     build_offpolicy_agent,
     feedforward_act,
     feedforward_policy_act,
-    nstep_window,
 )
+from rollax.agents._replay import nstep_window
 from rollax.agents.sac.config import SACConfig
 from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
 from rollax.buffers import Transition

@@ -21,8 +21,8 @@ from rollax.agents._offpolicy import (
     build_offpolicy_agent,
     feedforward_act,
     feedforward_policy_act,
-    nstep_window,
 )
+from rollax.agents._replay import nstep_window
 from rollax.agents.sac.losses import sac_critic_loss
 from rollax.agents.td3.config import TD3Config
 from rollax.agents.td3.losses import smoothed_action, td3_actor_loss, td3_target
