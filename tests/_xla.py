@@ -17,12 +17,16 @@ SUITE_FLAGS = ("--xla_backend_optimization_level=0",)
 _DEVICE_COUNT = "--xla_force_host_platform_device_count"
 
 
+def _without(flags: str, named_as: tuple[str, ...]) -> list[str]:
+    """The entries of ``flags`` (an ``XLA_FLAGS`` value) whose names none of ``named_as`` has."""
+    names = {flag.split("=", 1)[0] for flag in named_as}
+    return [flag for flag in flags.split() if flag.split("=", 1)[0] not in names]
+
+
 def with_flags(flags: str, *extra: str) -> str:
     """``flags`` (an ``XLA_FLAGS`` value) with each of ``extra`` in it, replacing an entry of
     the same name."""
-    names = {flag.split("=", 1)[0] for flag in extra}
-    kept = [flag for flag in flags.split() if flag.split("=", 1)[0] not in names]
-    return " ".join([*kept, *extra])
+    return " ".join([*_without(flags, extra), *extra])
 
 
 def use_suite_flags() -> None:
@@ -44,6 +48,4 @@ def xla_defaults(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` for a process that compiles with XLA's defaults: for a script whose own
     training loop runs long enough that unoptimized code costs more than compiling saves (the
     single-file DQN and SAC examples ran twice as long under :data:`SUITE_FLAGS`)."""
-    names = {flag.split("=", 1)[0] for flag in SUITE_FLAGS}
-    kept = [f for f in env.get("XLA_FLAGS", "").split() if f.split("=", 1)[0] not in names]
-    return {**env, "XLA_FLAGS": " ".join(kept)}
+    return {**env, "XLA_FLAGS": " ".join(_without(env.get("XLA_FLAGS", ""), SUITE_FLAGS))}
