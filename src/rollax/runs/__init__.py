@@ -1,0 +1,67 @@
+"""Running agents on disk: a run directory that trains, stops, resumes and evaluates.
+
+- :func:`train` and :func:`resume` run an agent of :mod:`rollax.agents` (or any agent built
+  on :mod:`rollax.training`) in a run directory (:class:`RunDirectory`): its config, metrics
+  (CSV, TensorBoard, Weights & Biases, MLflow), checkpoints, a progress bar, a NaN guard
+  (:class:`TrainingDiverged`) and clean stops on a signal. Resuming is bit for bit.
+- :func:`load_run` and :func:`evaluate_run` read a run back; :func:`write_video` records an
+  episode of its agent (:func:`record_episode`, :func:`check_video_path`).
+- Learning curves: :func:`plot_runs` (:func:`draw_runs`) overlays several runs, the mean
+  over each run's seeds with a band for their spread; :func:`plot_curve` one run's metric.
+- Population-based training (``RunConfig.pbt_*``): the schedules that emerged
+  (:func:`plot_population`, :func:`draw_population`) and the best member's
+  (:func:`best_lineage`).
+- Several processes as one run (:class:`Cluster`, :func:`agree_any`), and the random keys
+  of a run (:class:`RunKeys`, :func:`run_keys`).
+"""
+
+from rollax.runs._distributed import Cluster, agree_any
+from rollax.runs._keys import RunKeys, run_keys
+from rollax.runs._loop import COMMON_METRICS, Callback, TrainingDiverged
+from rollax.runs._plots import (
+    draw_population,
+    draw_runs,
+    plot_curve,
+    plot_population,
+    plot_runs,
+)
+from rollax.runs._population import best_lineage
+from rollax.runs._run import (
+    Run,
+    RunConfig,
+    enable_compilation_cache,
+    evaluate_run,
+    load_run,
+    resume,
+    train,
+    write_video,
+)
+from rollax.runs._run_dir import RunDirectory
+from rollax.runs._video import check_video_path, record_episode
+
+__all__ = [
+    "COMMON_METRICS",
+    "Callback",
+    "Cluster",
+    "Run",
+    "RunConfig",
+    "RunDirectory",
+    "RunKeys",
+    "TrainingDiverged",
+    "agree_any",
+    "best_lineage",
+    "check_video_path",
+    "draw_population",
+    "draw_runs",
+    "enable_compilation_cache",
+    "evaluate_run",
+    "load_run",
+    "plot_curve",
+    "plot_population",
+    "plot_runs",
+    "record_episode",
+    "resume",
+    "run_keys",
+    "train",
+    "write_video",
+]
