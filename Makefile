@@ -42,21 +42,22 @@ demo: $(CORE_STAMP)
 
 ## make test: the whole suite, slow tests included, after a lint check, on two workers
 ## (pytest-xdist; compiling is single-threaded, so two processes keep both cores busy), with
-## the versions it runs with printed first (rollax info).
+## the versions it runs with printed first (rollax info). PYTEST_ARGS="..." adds pytest
+## options (.ci/run passes the selection of its pinned leg: tests/_legs.py).
 ## tests/test_docs.py builds the documentation with --strict and runs every Python block of
 ## README.md and docs/*.md.
 test: $(DEV_STAMP)
 	$(PY) -m ruff check src tests benchmarks examples docs/*.py
 	$(PY) -m ruff format --check src tests benchmarks examples docs/*.py
 	$(PY) -m rollax info  # the versions this leg runs with
-	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 ## make test-latest: the suite without its slow tests on Python 3.12 and the newest releases
 ## of JAX, Flax, Optax and Orbax in .venv-latest, with every optional extra that installs
 ## beside them (never torch); the tests of the extras left out are deselected and named
-## (.ci/test-latest says how).
+## (.ci/test-latest says how). PYTEST_ARGS="..." adds pytest options, as for make test.
 test-latest:
-	bash .ci/test-latest
+	bash .ci/test-latest $(PYTEST_ARGS)
 
 ## make test-fast: the suite without the tests marked slow.
 test-fast: $(DEV_STAMP)

@@ -24,6 +24,9 @@
   ``make test-latest`` passes: the newest JAX, beside which some extras cannot install) the
   tests whose extras are not installed are deselected, a module marked as a whole is not
   even imported, and the terminal summary names every deselected test and why.
+- CI's legs: a test that starts Python processes of its own is marked ``processes``; the
+  fast PPO learning test is marked ``both_legs``. tests/_legs.py says how ``.ci/run`` divides
+  the suite between its two legs with them.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from hypothesis import settings
 
 import rollax
 from _xla import use_suite_flags
+
+pytest_plugins = ("_legs",)  # how CI's two legs divide the suite (tests/_legs.py)
 
 # Before the first computation: the suite's XLA flags (tests/_xla.py), and on a jaxlib whose
 # CPU scheduler deadlocks (0.10), that scheduler turned off as the command line does

@@ -14,6 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.processes  # each script runs as a process
+
 
 def _report(script: str, args: str, timeout: int = 600) -> dict:
     """Run ``benchmarks/<script>`` with ``args`` in a subprocess; its last line, parsed."""

@@ -37,7 +37,7 @@ TINY_DQN = [
 
 
 # One worker runs the module (make test's --dist loadgroup keeps a group on one worker).
-pytestmark = pytest.mark.xdist_group("cli")
+pytestmark = [pytest.mark.xdist_group("cli"), pytest.mark.processes]
 
 
 @pytest.fixture(scope="module")

@@ -186,6 +186,7 @@ def cli_env():
     return env
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(600)
 def test_a_module_class_trains_stops_resumes_and_evaluates_from_the_cli(tmp_path, cli_env):
     (tmp_path / "corridor_env.py").write_text(CORRIDOR)
@@ -215,6 +216,7 @@ def test_a_module_class_trains_stops_resumes_and_evaluates_from_the_cli(tmp_path
     assert "cannot import module 'corridor_env': ModuleNotFoundError" in proc.stderr
 
 
+@pytest.mark.processes
 def test_a_module_id_and_an_installed_id_train_and_evaluate_from_the_cli(tmp_path, cli_env):
     (tmp_path / "corridor_env.py").write_text(CORRIDOR)
     run_dir = tmp_path / "run"

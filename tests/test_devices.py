@@ -45,6 +45,7 @@ def results():
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("agent", AGENTS)
 def test_four_devices_train_as_one_with_the_same_global_batch(results, agent):
     r = results[agent]
@@ -56,6 +57,7 @@ def test_four_devices_train_as_one_with_the_same_global_batch(results, agent):
     assert r["params_devices"] == 4
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("agent", AGENTS)
 def test_seeds_spread_over_devices_train_as_side_by_side(results, agent):
     r = results[agent]
@@ -133,6 +135,7 @@ def _rollax(args: list[str], devices: int, env: dict) -> subprocess.CompletedPro
     )  # fmt: skip
 
 
+@pytest.mark.processes
 def test_a_checkpoint_of_4_devices_restores_on_2_and_on_1_with_its_replay(tmp_path):
     import shutil
 

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.processes  # every page's Python blocks run in a fresh process
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # The module that tells whether each extra named by a `# requires:` marker is installed.

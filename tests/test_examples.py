@@ -13,6 +13,8 @@ from _xla import xla_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.processes  # each example runs as a script
+
 
 @pytest.mark.slow
 @pytest.mark.extra("torch", "gymnasium")

@@ -179,6 +179,7 @@ print("on the second CPU")
 """
 
 
+@pytest.mark.processes
 def test_environments_compute_on_the_chosen_device():
     # Two host devices, so that the chosen one differs from JAX's default.
     env = host_devices(os.environ, 2)

@@ -49,7 +49,7 @@ UNSTABLE = {"wall_time", "steps_per_second"}
 
 # One worker runs the module: both tests start from the run its fixture trains (make test's
 # --dist loadgroup keeps a group on one worker).
-pytestmark = pytest.mark.xdist_group("kills")
+pytestmark = [pytest.mark.xdist_group("kills"), pytest.mark.processes]
 
 
 @pytest.fixture(scope="module")

@@ -286,6 +286,7 @@ PBT_CLI = [
 ]  # fmt: skip
 
 
+@pytest.mark.processes
 def test_a_population_over_4_devices_trains_as_on_1(tmp_path):
     # The command line's members on 4 (forced CPU) devices, one each, and on 1: the same
     # decisions, and parameters equal to the tolerance of tests/test_devices.py.
@@ -394,6 +395,7 @@ def test_off_policy_populations_evolve_their_learner_s_hyperparameters(
     )
 
 
+@pytest.mark.processes
 def test_a_population_killed_between_a_step_and_its_checkpoint_resumes_bit_for_bit(tmp_path):
     # Killed (SIGKILL) right after the history line of the step at 1536, whose checkpoint
     # (at 2048) never came: resume goes back to the checkpoint at 1024, drops that line, and

@@ -26,7 +26,7 @@ import pytest
 from _xla import host_devices
 from rollax.runs import load_run
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.processes]
 
 OPTIONS = [
     "--env", "CartPole-v1", "--num-envs", "8", "--num-steps", "16", "--num-epochs", "2",

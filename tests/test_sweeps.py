@@ -162,6 +162,7 @@ def test_bad_sweeps_are_refused_with_a_reason(sweep, message):
         make_ppo(PPO_SMALL.replace(sweep=sweep), "CartPole-v1")
 
 
+@pytest.mark.processes
 def test_sweep_on_the_command_line(tmp_path):
     run_dir = tmp_path / "cli"
     args = [sys.executable, "-m", "rollax", "train", "dqn", "--env", "CartPole-v1",
@@ -192,6 +193,7 @@ def test_sweep_on_the_command_line(tmp_path):
     assert not (tmp_path / "bad").exists()
 
 
+@pytest.mark.processes
 def test_auto_devices_spread_the_seed_axis_alone():
     code = (
         "import json; from rollax.training._layout import make_layout as m; print(json.dumps("

@@ -194,6 +194,7 @@ _load_textures(constants)
 """
 
 
+@pytest.mark.processes
 @CRAFTAX
 def test_processes_that_start_together_all_load_craftax_textures(tmp_path):
     # Craftax writes its texture cache at first use, not atomically: without the lock a
@@ -211,6 +212,7 @@ def test_processes_that_start_together_all_load_craftax_textures(tmp_path):
     assert sum("saved to cache" in out for out in outputs) == 1, outputs
 
 
+@pytest.mark.processes
 @CRAFTAX
 def test_a_process_that_finds_the_cache_being_written_waits_for_the_whole_file(tmp_path):
     # The cache file exists from the moment its writer starts. Here this test is the writer: it
