@@ -49,8 +49,8 @@ from rollax.runs._progress import Progress
 from rollax.runs._run import Run, evaluate_state
 from rollax.runs._run_dir import is_writer, write_atomic
 from rollax.runs._sinks import CsvSink, TensorBoardSink, seed_return_fields
-from rollax.training._sweep import point_labels
 from rollax.runs._trackers import open_trackers
+from rollax.training._sweep import point_labels
 
 __all__ = [
     "COMMON_METRICS",

@@ -21,16 +21,16 @@ import jax
 import numpy as np
 
 from rollax.checkpoints import Checkpointer
-from rollax.training._agent import Agent
-from rollax.training._config import config_to_json, decode_config
 from rollax.runs._keys import run_keys
 from rollax.runs._pbt import PBTConfig
 from rollax.runs._population import HISTORY, check_population
-from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.runs._run_dir import RunDirectory
-from rollax.training._sweep import point_labels
 from rollax.runs._video import check_video_path
 from rollax.runs._video import write_video as write_agent_video
+from rollax.training._agent import Agent
+from rollax.training._config import config_to_json, decode_config
+from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
+from rollax.training._sweep import point_labels
 
 __all__ = [
     "Run",
