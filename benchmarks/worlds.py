@@ -14,13 +14,20 @@ On Craftax-Classic-Symbolic, where a reset generates a whole world, at each batc
 And on Jumanji's Maze-v0 (a reset costs some 40 steps): rollax's strategies against Jumanji's
 ``AutoResetWrapper`` under ``vmap`` (a reset computed for every environment at every step).
 
+And on MuJoCo Playground's physics tasks (``--playground-tasks``, CartpoleBalance and
+WalkerWalk): rollax's strategies against ``wrap_for_brax_training``, what Playground's Brax
+PPO and SAC train on, with its default reset (``cached``: an ended episode returns to the
+state its slot was first reset to) and with ``full_reset=True`` (a reset computed for every
+environment at every step). A start's fingerprint is its ``qpos`` and ``qvel``, bit for bit.
+
 Figures per variant (medians over ``--repeats`` rollouts of ``--steps`` steps with a table of
 random actions, in a jitted ``lax.scan``, compilation excluded):
 
 - **steps/s**;
 - **freshness**: the fraction of episodes started by an autoreset whose first state was never
   the first state of an earlier episode (a fingerprint of the whole world: Craftax's map,
-  Jumanji's maze and positions), from a separate rollout that records them.
+  Jumanji's maze and positions, Playground's positions and velocities), from a separate
+  rollout that records them.
 
 Two regimes, the same programs (params are data in every library): ``natural``, the suites'
 own time limits (a random agent's episodes end when it dies), and ``limit L``
@@ -33,6 +40,7 @@ Usage:
     python benchmarks/worlds.py [--sizes 256 1024] [--steps 128] [--repeats 3]
         [--limit 16] [--reset-ratio 16] [--suites craftax jumanji]
         [--slow-steps N] [--autoreset-steps N] [--strategies pool compact ...]
+        [--playground-tasks CartpoleBalance WalkerWalk]
 """
 
 from __future__ import annotations
@@ -101,6 +109,8 @@ def freshness(first: np.ndarray, done: np.ndarray, later: np.ndarray) -> dict[st
 
 def rollax_variant(env_id: str, n: int, strategy: str | None) -> tuple:
     env = rollax.make(env_id, num_envs=n, reset_strategy=strategy)
+    # The suite's own state: Playground's is the core itself, the others' wrap it.
+    playground = env_id.startswith("playground/")
 
     def step(state, key, actions, params):
         state, ts = env.step(state, actions, params)
@@ -113,7 +123,7 @@ def rollax_variant(env_id: str, n: int, strategy: str | None) -> tuple:
     return (
         lambda key, params: env.reset(key, params)[0],
         step,
-        lambda state: state.core.inner,
+        (lambda state: state.core) if playground else (lambda state: state.core.inner),
         params_for,
     )
 
@@ -198,6 +208,33 @@ def jumanji_autoreset_variant(n: int, limit: int | None) -> tuple:
     )
 
 
+def playground_wrapper_variant(task: str, n: int, limit: int | None, full_reset: bool) -> tuple:
+    """Playground's ``wrap_for_brax_training``: its cached first state, or ``full_reset``.
+
+    The episode length is a constructor argument: one variant per regime.
+    """
+    from mujoco_playground import registry, wrapper
+
+    with suite_code():
+        env = registry.load(task, config_overrides={"impl": "jax"})
+    natural = registry.get_default_config(task).get("episode_length", 1000)
+    env = wrapper.wrap_for_brax_training(
+        env, episode_length=limit or natural, full_reset=full_reset
+    )
+
+    def step(state, key, actions, params):
+        state = env.step(state, actions)
+        return state, state.done > 0.5
+
+    return (
+        # Raw uint32 keys, (n, 2): the kind Brax's training hands the wrapper.
+        lambda key, params: env.reset(jax.random.key_data(jax.random.split(key, n))),
+        step,
+        lambda state: state,
+        lambda limit: None,
+    )
+
+
 # ---------------------------------------------------------------------------- measures
 
 
@@ -209,6 +246,14 @@ def maze_world(inner: Any) -> jax.Array:
     pos = (inner.agent_position.row, inner.agent_position.col)
     goal = (inner.target_position.row, inner.target_position.col)
     return fingerprint(inner.walls, *(jnp.asarray(p)[:, None] for p in (*pos, *goal)))
+
+
+def physics_world(state: Any) -> jax.Array:
+    """A Playground state's positions and velocities, their float32 bits fingerprinted."""
+    data = state.data
+    return fingerprint(
+        *(jax.lax.bitcast_convert_type(x, jnp.uint32) for x in (data.qpos, data.qvel))
+    )
 
 
 def measure(
@@ -292,8 +337,11 @@ def main() -> None:
     parser.add_argument("--reset-ratio", type=int, default=16)
     parser.add_argument("--strategies", nargs="+", default=list(FRESH), choices=FRESH,
                         help="rollax's strategies to run (default: every fresh one)")  # fmt: skip
-    parser.add_argument("--suites", nargs="+", default=["craftax", "jumanji"],
-                        choices=["craftax", "jumanji"])  # fmt: skip
+    parser.add_argument("--suites", nargs="+", default=["craftax", "jumanji", "playground"],
+                        choices=["craftax", "jumanji", "playground"])  # fmt: skip
+    parser.add_argument("--playground-tasks", nargs="+",
+                        default=["CartpoleBalance", "WalkerWalk"],
+                        help="MuJoCo Playground's tasks (the playground suite)")  # fmt: skip
     parser.add_argument("--slow-steps", type=int, default=None,
                         help="steps, timed once, of the variants that generate every world "
                         "on every step (rollax every_step, Craftax's autoreset); default: "
@@ -305,49 +353,56 @@ def main() -> None:
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
     results: dict[str, Any] = {"args": vars(args), "backend": jax.default_backend()}
     regimes = {"natural": None, f"limit {args.limit}": args.limit}
-    for suite in args.suites:
-        env_id = f"craftax/{CRAFTAX}" if suite == "craftax" else f"jumanji/{MAZE}"
-        world = craftax_world if suite == "craftax" else maze_world
-        for n in args.sizes:
-            probe = rollax.make(env_id, num_envs=n)
-            table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), args.steps))
-            row: dict[str, Any] = {"default": probe.reset_strategy}
-            if suite == "craftax":
-                row["cost"] = world_cost(n, args.repeats)
-                print(f"{suite} {n}: {row['cost']}", flush=True)
-            # Each variant with the regimes it runs in.
-            variants: dict[str, Any] = {
-                f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in args.strategies
-            }
-            if suite == "craftax":
-                variants["craftax autoreset"] = (craftax_autoreset_variant(n), regimes)
-                optimistic = craftax_optimistic_variant(n, args.reset_ratio)
-                variants["optimistic"] = (optimistic, regimes)
-            else:
-                for regime, limit in regimes.items():
-                    variants[f"jumanji AutoResetWrapper ({regime})"] = (
-                        jumanji_autoreset_variant(n, limit),
+    tasks = {"craftax": [f"craftax/{CRAFTAX}"], "jumanji": [f"jumanji/{MAZE}"],
+             "playground": [f"playground/{t}" for t in args.playground_tasks]}  # fmt: skip
+    worlds = {"craftax": craftax_world, "jumanji": maze_world, "playground": physics_world}
+    for suite, env_id, n in [(s, e, n) for s in args.suites for e in tasks[s] for n in args.sizes]:
+        world = worlds[suite]
+        probe = rollax.make(env_id, num_envs=n)
+        table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), args.steps))
+        row: dict[str, Any] = {"default": probe.reset_strategy}
+        if suite == "craftax":
+            row["cost"] = world_cost(n, args.repeats)
+            print(f"{suite} {n}: {row['cost']}", flush=True)
+        # Each variant with the regimes it runs in.
+        variants: dict[str, Any] = {
+            f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in args.strategies
+        }
+        if suite == "craftax":
+            variants["craftax autoreset"] = (craftax_autoreset_variant(n), regimes)
+            optimistic = craftax_optimistic_variant(n, args.reset_ratio)
+            variants["optimistic"] = (optimistic, regimes)
+        elif suite == "jumanji":
+            for regime, limit in regimes.items():
+                variants[f"jumanji AutoResetWrapper ({regime})"] = (
+                    jumanji_autoreset_variant(n, limit),
+                    {regime: limit},
+                )
+        else:
+            task = env_id.partition("/")[2]
+            for regime, limit in regimes.items():
+                for reset, full in (("cached", False), ("full_reset", True)):
+                    variants[f"playground {reset} ({regime})"] = (
+                        playground_wrapper_variant(task, n, limit, full),
                         {regime: limit},
                     )
-            for name, (variant, only) in variants.items():
-                steps, repeats = args.steps, args.repeats
-                if name in ("rollax every_step", "craftax autoreset") and args.slow_steps:
-                    steps, repeats = args.slow_steps, 1
-                if name == "craftax autoreset" and args.autoreset_steps:
-                    steps, repeats = args.autoreset_steps, 1
-                    # Where no episode can end, its speed is the natural regime's.
-                    only = {r: v for r, v in only.items() if v is None or steps > v}
-                name = name.split(" (")[0]
-                for regime, figures in measure(
-                    variant, table[:steps], world, repeats, only
-                ).items():
-                    row[f"{regime} | {name}"] = figures
-                    fresh = figures["freshness"]
-                    print(f"{suite:7s} {n:5d} {regime:9s} {name:26s} "
-                          f"{figures['steps_per_s']:>12,.0f} steps/s  freshness "
-                          f"{'-' if fresh is None else f'{fresh:.4f}'} of "
-                          f"{figures['episodes']} episodes", flush=True)  # fmt: skip
-            results[f"{suite} {n}"] = row
+        for name, (variant, only) in variants.items():
+            steps, repeats = args.steps, args.repeats
+            if name in ("rollax every_step", "craftax autoreset") and args.slow_steps:
+                steps, repeats = args.slow_steps, 1
+            if name == "craftax autoreset" and args.autoreset_steps:
+                steps, repeats = args.autoreset_steps, 1
+                # Where no episode can end, its speed is the natural regime's.
+                only = {r: v for r, v in only.items() if v is None or steps > v}
+            name = name.split(" (")[0]
+            for regime, figures in measure(variant, table[:steps], world, repeats, only).items():
+                row[f"{regime} | {name}"] = figures
+                fresh = figures["freshness"]
+                print(f"{suite:7s} {n:5d} {regime:9s} {name:26s} "
+                      f"{figures['steps_per_s']:>12,.0f} steps/s  freshness "
+                      f"{'-' if fresh is None else f'{fresh:.4f}'} of "
+                      f"{figures['episodes']} episodes", flush=True)  # fmt: skip
+        results[f"{suite} {n}" if suite != "playground" else f"{env_id} {n}"] = row
     print_ratios(results)
     print(json.dumps(results))
 
@@ -362,7 +417,9 @@ def print_ratios(results: dict[str, Any]) -> None:
             regime, _, variant = key.partition(" | ")
             if not variant or variant.startswith("rollax"):
                 continue
-            mine = row[f"{regime} | {default}"]
+            mine = row.get(f"{regime} | {default}")
+            if mine is None:  # the default strategy was not among --strategies
+                continue
             print(f"{name} {regime}: rollax {row['default']} / {variant} = "
                   f"{mine['steps_per_s'] / figures['steps_per_s']:.2f}x steps/s, freshness "
                   f"{mine['freshness']} against {figures['freshness']}")  # fmt: skip

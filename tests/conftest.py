@@ -116,6 +116,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "craftax": ("craftax",),
     "jumanji": ("jumanji",),
     "xminigrid": ("xminigrid",),
+    "playground": ("mujoco_playground",),
     "video": ("imageio_ffmpeg",),
     "docs": ("mkdocs", "material", "mkdocstrings"),
     "rejax": ("rejax",),

@@ -38,6 +38,7 @@ EXTRA_MODULES = {
     "craftax": "craftax",
     "jumanji": "jumanji",
     "xminigrid": "xminigrid",
+    "playground": "mujoco_playground",
     "sb3": "stable_baselines3",
     "sbx": "sbx",
     "video": "imageio_ffmpeg",

@@ -39,13 +39,18 @@ def unknown_id(suite: str, prefix: str, env_id: str, known: Iterable[str]) -> Va
 
 @contextlib.contextmanager
 def suite_code() -> Iterator[None]:
-    """Trace a suite's own code as its authors do: JAX's standard dtype promotion.
+    """Trace a suite's own code as its authors do: standard dtype promotion, any rank's.
 
-    The suites rely on implicit promotion (rollax's tests run with ``strict``), and some
+    The suites rely on implicit promotion (rollax's tests run with ``strict`` dtypes and
+    ``raise`` on rank promotion; MJX broadcasts a ``(3,)`` over a ``(3, 3)``), and some
     scatter a float into an int array (Jumanji's BinPack), which JAX warns about: that
     warning concerns the suite's code, not the user's, and is silenced here.
     """
-    with jax.numpy_dtype_promotion("standard"), warnings.catch_warnings():
+    with (
+        jax.numpy_dtype_promotion("standard"),
+        jax.numpy_rank_promotion("allow"),
+        warnings.catch_warnings(),
+    ):
         warnings.filterwarnings(
             "ignore", message="scatter inputs have incompatible types", category=FutureWarning
         )

@@ -199,6 +199,7 @@ _FOREIGN = {
         ("craftax", "craftax", "CraftaxEnv"),
         ("jumanji", "jumanji", "JumanjiEnv"),
         ("xminigrid", "xminigrid", "XMiniGridEnv"),
+        ("playground", "mujoco_playground", "PlaygroundEnv"),
     )
 }
 """Namespaces of other libraries' environments (each behind the extra of its name): the
@@ -284,13 +285,19 @@ def _register_entry_points() -> None:
 
 
 def _register_foreign(env_id: str) -> None:
-    """Register ``<library>/<name>`` on first use (any of its ids works without listing it)."""
+    """Register ``<library>/<name>`` on first use (any of its ids works without listing it).
+
+    An id the library lists is registered without building its environment (a MuJoCo
+    Playground task takes seconds to build, a robot one options to build at all); another is
+    built once with no options, which fails naming the library's closest ids.
+    """
     namespace, _, name = env_id.partition("/")
-    module, entry_point, _ = _FOREIGN[namespace]
+    module, entry_point, lister = _FOREIGN[namespace]
     if importlib.util.find_spec(module) is None:
         raise ValueError(f"{env_id!r} needs {module}: pip install 'rollax[{namespace}]'.")
     wrapper = EnvSpec(env_id, entry_point).load()
-    wrapper(name)  # an unknown name fails here, listing the library's close matches
+    if env_id not in EnvSpec("", lister).load()():
+        wrapper(name)  # an unknown name fails here, listing the library's close matches
     _REGISTRY[env_id] = EnvSpec(env_id, wrapper, MappingProxyType({"env_id": name}))
 
 

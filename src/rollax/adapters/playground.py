@@ -1,0 +1,231 @@
+"""MuJoCo Playground environments inside rollax (extra ``rollax[playground]``).
+
+``rollax.make("playground/<name>")`` runs a Playground task's own ``reset`` and ``step``
+(its MJX physics) inside rollax's ``VecEnv``, with rollax's semantics where Playground's
+training wrappers differ:
+
+- **Every reset is fresh.** Playground's ``BraxAutoResetWrapper`` by default returns every
+  ended episode to the state its environment slot was first reset to (google-deepmind/
+  mujoco_playground#164, #179). Here each reset calls the task's ``reset`` with a key used
+  nowhere else, through rollax's reset strategies, so each episode draws the task's own
+  randomized initial state (the cart's position, the walker's joints...). Two tasks draw
+  nothing: BallInCup and the Humanoid tasks start from one fixed state in Playground itself.
+- **The time limit is rollax's** (``PlaygroundParams.max_episode_steps``, by default the
+  task's ``episode_length``, 1,000 control steps for the DM Control Suite). It ends an episode
+  with ``truncated``; ``terminated`` is the task's own ``done`` alone (a diverged simulation in
+  the DM Control Suite, a fall for a robot).
+- **``final_obs`` is the true last observation.** Playground's wrapper replaces it with the
+  reset observation, so a truncated episode bootstraps from the next episode's first state
+  (google-deepmind/mujoco_playground#305).
+
+The physics backend is an option: ``impl="jax"`` (MJX in JAX, the default) or ``"warp"``
+(MuJoCo Warp, Playground's own default, which needs ``warp-lang``). Other entries of the
+task's Playground config are options too (``ctrl_dt``, ``sim_dt``, a reward's ``config``...,
+given as ``config_overrides={"reward_config.scales.x": 1.0}`` or by top-level name); they set
+the compiled step and are fixed when the environment is built.
+
+The locomotion and manipulation tasks need MuJoCo Menagerie's robot models, which Playground
+clones from GitHub at first use into its own package folder. rollax never does: pass
+``menagerie_path=`` (or set ``MENAGERIE_ROOT``) to a Menagerie checkout, and Playground reads
+its models from there for as long as the environment is built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax._struct import pytree_dataclass
+from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
+from rollax.envs._base import EnvParams
+from rollax.spaces import Box, Dict
+
+__all__ = ["IMPLS", "PlaygroundEnv", "PlaygroundParams", "playground_ids"]
+
+IMPLS = ("jax", "warp")
+"""Playground's physics backends: MJX in JAX, and MuJoCo Warp."""
+
+_MENAGERIE_ENV = "MENAGERIE_ROOT"  # the PyPI mujoco-menagerie package's name for a checkout
+
+
+@pytree_dataclass
+class PlaygroundParams(EnvParams):
+    """A Playground task's params.
+
+    Attributes:
+        max_episode_steps: rollax's time limit in control steps (by default the task's
+            ``episode_length``).
+    """
+
+    max_episode_steps: Any = np.int32(1000)
+
+
+def _suites() -> tuple[Any, Any, Any]:
+    """Playground's three suites: the DM Control Suite, locomotion and manipulation.
+
+    Importing Playground imports Brax, which announces optional backends on stdout and the
+    deprecations of its own dependencies (JAXopt): those are Playground's to fix, and are
+    kept quiet here.
+    """
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from mujoco_playground import dm_control_suite, locomotion, manipulation
+
+    return dm_control_suite, locomotion, manipulation
+
+
+def playground_ids() -> list[str]:
+    """``playground/<name>`` for every Playground task (empty without Playground installed)."""
+    try:
+        suites = _suites()
+    except ImportError:
+        return []
+    return ["playground/" + name for suite in suites for name in suite.ALL_ENVS]
+
+
+@contextlib.contextmanager
+def _menagerie(path: Path | None) -> Iterator[None]:
+    """Playground reads Menagerie's models from ``path`` while an environment is built."""
+    from mujoco_playground._src import mjx_env
+
+    if path is None:
+        yield
+        return
+    from etils import epath
+
+    before = mjx_env.MENAGERIE_PATH
+    mjx_env.MENAGERIE_PATH = epath.Path(path)  # read at call time by every robot's loader
+    try:
+        yield
+    finally:
+        mjx_env.MENAGERIE_PATH = before
+
+
+def _menagerie_path(env_id: str, given: str | os.PathLike | None) -> Path | None:
+    """Where a robot task's Menagerie models are; a ``ValueError`` when there are none."""
+    from mujoco_playground._src import mjx_env
+
+    if given is not None:
+        path, source = Path(given), "menagerie_path"
+    elif os.environ.get(_MENAGERIE_ENV):
+        path, source = Path(os.environ[_MENAGERIE_ENV]), _MENAGERIE_ENV
+    else:
+        path, source = Path(mjx_env.MENAGERIE_PATH), None
+    if path.is_dir() and any(path.iterdir()):
+        return path if source else None
+    where = f"{source}={str(path)!r} is not a Menagerie checkout" if source else "none found"
+    raise ValueError(
+        f"playground/{env_id} needs MuJoCo Menagerie's robot models ({where}). Playground "
+        "would clone them from GitHub into its own package folder at first use; rollax does "
+        "not. Clone https://github.com/google-deepmind/mujoco_menagerie at commit "
+        f"{mjx_env.MENAGERIE_COMMIT_SHA} and pass menagerie_path=<that folder> (or set "
+        f"{_MENAGERIE_ENV}). The DM Control Suite tasks need no download."
+    )
+
+
+def _overrides(env_id: str, config: Any, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``overrides`` as Playground's flattened keys; a ``ValueError`` naming unknown ones."""
+    known = set(_flat_keys(config))
+    unknown = sorted(key for key in overrides if key not in known)
+    if unknown:
+        raise ValueError(
+            f"playground/{env_id} has no config entry {', '.join(map(repr, unknown))}; its "
+            f"entries: {', '.join(sorted(known))}."
+        )
+    return dict(overrides)
+
+
+def _flat_keys(config: Any, prefix: str = "") -> Iterator[str]:
+    for key, value in config.items():
+        yield prefix + key
+        if hasattr(value, "items"):
+            yield from _flat_keys(value, f"{prefix}{key}.")
+
+
+class PlaygroundEnv(SuiteEnv):
+    """A Playground task with rollax's semantics; its state is Playground's ``State``.
+
+    Args:
+        env_id: A Playground task, e.g. ``"CartpoleBalance"`` (:func:`playground_ids`).
+        impl: The physics backend, one of :data:`IMPLS` (default ``"jax"``).
+        menagerie_path: A MuJoCo Menagerie checkout, for the locomotion and manipulation
+            tasks (default: ``$MENAGERIE_ROOT``, else Playground's own folder if it has one).
+        config_overrides: Entries of the task's Playground config, by flattened name
+            (``{"ctrl_dt": 0.02}``, ``{"reward_config.scales.tracking_lin_vel": 2.0}``).
+        **config: Top-level entries of the config by keyword, as ``config_overrides``.
+    """
+
+    prefix = "playground/"
+
+    def __init__(
+        self,
+        env_id: str,
+        impl: str = "jax",
+        menagerie_path: str | os.PathLike | None = None,
+        config_overrides: Mapping[str, Any] | None = None,
+        **config: Any,
+    ) -> None:
+        dm_control_suite, locomotion, manipulation = _suites()
+        suites = (dm_control_suite, locomotion, manipulation)
+        names = [name for suite in suites for name in suite.ALL_ENVS]
+        if env_id not in names:
+            raise unknown_id("Playground", self.prefix, env_id, names)
+        if impl not in IMPLS:
+            raise ValueError(f"impl={impl!r}: Playground's backends are {', '.join(IMPLS)}.")
+        from mujoco_playground import registry
+
+        robot = env_id not in dm_control_suite.ALL_ENVS
+        path = _menagerie_path(env_id, menagerie_path) if robot else None
+        defaults = registry.get_default_config(env_id)
+        overrides = _overrides(env_id, defaults, {**(config_overrides or {}), **config})
+        if "impl" in defaults:  # one task builds its model without (MJX's default, jax)
+            overrides = {"impl": impl, **overrides}
+        elif impl != "jax":
+            raise ValueError(f"impl={impl!r}: playground/{env_id} runs on MJX (jax) only.")
+        self.env_id = env_id
+        self.impl = impl
+        with _menagerie(path), suite_code():
+            self._env = registry.load(env_id, config=defaults, config_overrides=overrides)
+            # The spaces from one traced reset, as Playground's observation_size does.
+            first = jax.eval_shape(self._env.reset, jax.random.PRNGKey(0))
+        self._episode_length = int(defaults.get("episode_length", 1000))  # overrides applied
+        low, high = self._env.mj_model.actuator_ctrlrange.astype(np.float32).T
+        limited = self._env.mj_model.actuator_ctrllimited.astype(bool)
+        self._action_space = Box(
+            np.where(limited, low, -np.inf), np.where(limited, high, np.inf), low.shape
+        )
+        self._observation_space = jax.tree.map(_unbounded, first.obs)
+        if isinstance(first.obs, Mapping):
+            self._observation_space = Dict(dict(self._observation_space))
+
+    @property
+    def default_params(self) -> PlaygroundParams:
+        return PlaygroundParams(max_episode_steps=np.int32(self._episode_length))
+
+    def reset_env(self, key: jax.Array, params: PlaygroundParams) -> Any:
+        # Playground's tasks split a raw uint32 key (jax.random.PRNGKey's kind).
+        raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+        with suite_code():
+            return strong(self._env.reset(raw))
+
+    def step_env(self, state: Any, action: jax.Array, params: PlaygroundParams) -> tuple:
+        with suite_code():
+            state = strong(self._env.step(state, action))
+        return state, jnp.asarray(state.reward, jnp.float32), state.done > 0.5
+
+    def observe(self, state: Any, params: PlaygroundParams) -> Any:
+        return jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), state.obs)
+
+
+def _unbounded(leaf: jax.ShapeDtypeStruct) -> Box:
+    high = np.full(leaf.shape, np.inf, np.float32)
+    return Box(-high, high, leaf.shape)

@@ -1,0 +1,148 @@
+"""MuJoCo Playground's tasks through rollax.make: Playground's own physics, fresh resets, and
+rollax's time limit with the true final observation."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+from rollax.adapters._suite import suite_code
+from rollax.adapters.playground import PlaygroundEnv
+from rollax.envs import RESET_STRATEGIES
+
+# Playground imports Brax, whose dependencies announce their own deprecations.
+pytestmark = [
+    pytest.mark.extra("playground"),
+    pytest.mark.filterwarnings("ignore:JAXopt is no longer maintained:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:Brax System:UserWarning"),
+]
+
+TASK = "CartpoleBalance"  # one control step is one physics step: the cheapest to compile
+
+
+@pytest.fixture(scope="module")
+def env():
+    return rollax.make(f"playground/{TASK}", num_envs=8)
+
+
+def test_steps_like_playground_itself():
+    # The same key and actions: Playground's observations and rewards, step for step.
+    from mujoco_playground import registry
+
+    with suite_code():
+        theirs = registry.load(TASK, config_overrides={"impl": "jax"})
+    ours = PlaygroundEnv(TASK)
+    key = jax.random.key(3)
+    actions = jax.random.uniform(jax.random.key(4), (20, 1), minval=-1.0, maxval=1.0)
+
+    def episode(reset, step):
+        def body(state, action):
+            state = step(state, action)
+            return state, (state.obs, state.reward, state.done)
+
+        state = reset(jax.random.key_data(key))
+        return state.obs, jax.lax.scan(body, state, actions)[1]
+
+    params = ours.default_params
+    mine = jax.jit(
+        lambda: episode(
+            lambda k: ours.reset_env(key, params),
+            lambda s, a: ours.step_env(s, a, params)[0],
+        )
+    )()
+    with suite_code():  # Playground's code, traced as its authors do
+        expected = jax.jit(lambda: episode(theirs.reset, theirs.step))()
+    jax.tree.map(np.testing.assert_array_equal, mine, expected)
+    assert not bool(np.asarray(mine[1][2]).any())  # a balanced pole does not end
+
+
+@pytest.mark.parametrize("strategy", [s for s in RESET_STRATEGIES if s != "cached"])
+def test_every_episode_starts_fresh_under_every_strategy(strategy):
+    # One-step episodes: every step resets every environment. The cart's position and the
+    # pole's angle are drawn at every reset, so a reused reset key would repeat a start.
+    env = rollax.make(f"playground/{TASK}", num_envs=8, reset_strategy=strategy)
+    params = env.default_params.replace(max_episode_steps=1)
+
+    @jax.jit
+    def starts(key):
+        state, _ = env.reset(key, params)
+
+        def step(state, key):
+            state, ts = env.step(state, env.sample_actions(key), params)
+            return state, (ts.truncated, state.core.data.qpos)
+
+        first = state.core.data.qpos
+        return first, jax.lax.scan(step, state, jax.random.split(key, 6))[1]
+
+    first, (truncated, later) = jax.device_get(starts(jax.random.key(0)))
+    assert truncated.all()
+    qpos = np.concatenate([first, later.reshape(-1, first.shape[-1])])
+    assert len(np.unique(qpos, axis=0)) == len(qpos) == 8 * 7
+
+
+def test_a_time_limit_is_truncation_with_the_true_final_observation(env):
+    # Playground's episode limit ends the episode as truncated, not terminated, with the true
+    # last observation: what the same step observes under a longer limit (params are data:
+    # one compiled step serves both). The next episode starts elsewhere.
+    short = env.default_params.replace(max_episode_steps=3)
+    assert int(env.default_params.max_episode_steps) == 1000  # the task's episode_length
+    longer = short.replace(max_episode_steps=100)
+    step, action = jax.jit(env.step), jnp.zeros((8, 1))
+    state, _ = jax.jit(env.reset)(jax.random.key(1), short)
+    for _ in range(2):
+        state, ts = step(state, action, short)
+        assert not bool(ts.done.any())
+    _, cut = step(state, action, short)
+    _, on = step(state, action, longer)
+    assert bool(cut.truncated.all()) and not bool(cut.terminated.any()) and not bool(on.done.any())
+    np.testing.assert_array_equal(cut.final_obs, on.obs)
+    assert not np.allclose(cut.obs, on.obs)
+    assert step._cache_size() == 1
+
+
+def test_config_entries_and_the_backend_are_options(env):
+    short = PlaygroundEnv(TASK, episode_length=50, config_overrides={"sim_dt": 0.005})
+    assert int(short.default_params.max_episode_steps) == 50
+    assert short._env.sim_dt == 0.005 and short._env.n_substeps == 2
+    assert short.impl == "jax" and env.action_space.shape == (1,)
+    assert env.observation_space.shape == (5,)
+
+
+def test_unknown_tasks_options_missing_models_and_extras_are_messages(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="Did you mean 'playground/CartpoleBalance'"):
+        rollax.make("playground/CartpoleBalanse")
+    with pytest.raises(ValueError, match="impl='mjx': Playground's backends are jax, warp"):
+        rollax.make(f"playground/{TASK}", impl="mjx")
+    with pytest.raises(ValueError, match="has no config entry 'ctrl_dtt'; its entries: "):
+        rollax.make(f"playground/{TASK}", ctrl_dtt=0.02)
+    # A robot task without Menagerie's models is refused (Playground would clone them).
+    monkeypatch.delenv("MENAGERIE_ROOT", raising=False)
+    from mujoco_playground._src import mjx_env
+
+    monkeypatch.setattr(mjx_env, "MENAGERIE_PATH", tmp_path / "absent")
+    with pytest.raises(ValueError, match=r"needs MuJoCo Menagerie's robot models \(none found"):
+        rollax.make("playground/Go1JoystickFlatTerrain")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match=r"menagerie_path=.* is not a Menagerie checkout"):
+        rollax.make("playground/Go1JoystickFlatTerrain", menagerie_path=empty)
+    assert not (tmp_path / "absent").exists()  # nothing was cloned
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "mujoco_playground" else real(name, *a),
+    )
+    with pytest.raises(ValueError, match=r"pip install 'rollax\[playground\]'"):
+        rollax.make("playground/WalkerWalk")
+
+
+def test_the_dm_control_suite_is_listed():
+    ids = rollax.suite_envs()
+    assert {"playground/CartpoleBalance", "playground/WalkerWalk"} <= set(ids)
+    assert sum(i.startswith("playground/") for i in ids) >= 25
