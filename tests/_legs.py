@@ -11,6 +11,10 @@ would pass CI's time limit on a 2-core machine, so in CI each test runs in one l
   start processes, and the tests of extras the latest leg could not install. A test marked
   ``both_legs`` runs in both (the fast PPO learning test: learning holds on both releases).
 
+A test may report figures for the leg's log with ``record_property("leg_figures", text)``;
+the run's summary prints them, passed or failed (the fast PPO test reports its return and
+steps/s, so each leg's log says how PPO fared on that leg's JAX).
+
 Node ids are compared without pytest-xdist's ``@group`` suffix. Run on their own, ``make
 test`` and ``make test-latest`` pass neither option and run their whole selections. Give
 the FILE after ``=``: pytest reads a path after a space as a test path before it loads this
@@ -69,11 +73,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _passed_reports: list[str] = []  # this process's passed tests (the controller's: all)
+_leg_figures: list[str] = []  # the "leg_figures" properties of this process's tests
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "call" and report.passed:
+    if report.when != "call":
+        return
+    if report.passed:
         _passed_reports.append(_bare(report.nodeid))
+    _leg_figures.extend(
+        f"{_bare(report.nodeid)}: {value}"
+        for name, value in report.user_properties
+        if name == "leg_figures"
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -83,6 +95,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if _leg_figures and not hasattr(config, "workerinput"):
+        terminalreporter.section("figures of this leg")
+        for line in _leg_figures:
+            terminalreporter.write_line(line)
     if config.getoption(_RECORD):
         terminalreporter.write_line(
             f"{len(_passed_reports)} passed tests recorded in {config.getoption(_RECORD)}"

@@ -30,13 +30,14 @@ def test_with_an_id(name):
     pass
 
 @pytest.mark.both_legs
-def test_in_both():
-    pass
+def test_in_both(record_property):
+    record_property("leg_figures", "returns 500.0 at 123 steps/s")
 """
 
 
-def _pytest(tmp_path: Path, *args: str) -> set[str]:
-    """Run pytest (two workers) on a module of TESTS with the legs plugin; the tests it ran."""
+def _pytest(tmp_path: Path, *args: str) -> tuple[set[str], str]:
+    """Run pytest (two workers) on a module of TESTS with the legs plugin: the tests it ran,
+    and what it printed."""
     junit = tmp_path / "junit.xml"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "_legs", "-p", "no:cacheprovider",
@@ -46,18 +47,26 @@ def _pytest(tmp_path: Path, *args: str) -> set[str]:
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr  # test_fails failed
-    return {case.get("name") for case in ElementTree.parse(junit).iter("testcase")}
+    ran = {case.get("name") for case in ElementTree.parse(junit).iter("testcase")}
+    return ran, done.stdout
 
 
 def test_the_second_leg_runs_what_the_first_did_not_pass_and_the_tests_of_both(tmp_path):
     (tmp_path / "test_module.py").write_text(TESTS)
     record = tmp_path / "passed.txt"
-    first = _pytest(tmp_path, f"--record-passed={record}")
+    first, _ = _pytest(tmp_path, f"--record-passed={record}")
     assert {"test_passes", "test_fails", "test_in_both", "test_skipped"} <= first
-    second = _pytest(tmp_path, f"--deselect-passed={record}")
+    second, _ = _pytest(tmp_path, f"--deselect-passed={record}")
     # What failed or was skipped runs again; what passed does not, spaces in its id or not.
     assert {"test_fails", "test_in_both"} <= second
     assert not {"test_passes", "test_with_an_id[plain]"} & second
     assert "test_with_an_id[a name with spaces]" in first
     assert not any("a name with spaces" in name for name in second)
     assert "test_skipped" in second
+
+
+def test_a_leg_prints_the_figures_its_tests_report(tmp_path):
+    (tmp_path / "test_module.py").write_text(TESTS)
+    _, printed = _pytest(tmp_path)
+    summary = printed.split("figures of this leg", 1)[1]  # a worker's test, the run's summary
+    assert "test_module.py::test_in_both: returns 500.0 at 123 steps/s" in summary

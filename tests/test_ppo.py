@@ -37,7 +37,7 @@ FAST_CARTPOLE_STEPS, FAST_CARTPOLE_SEEDS, FAST_CARTPOLE_AT_LEAST = 98_304, 8, 6
 
 
 @pytest.mark.both_legs  # learning holds on both JAX releases: CI runs it in both legs
-def test_ppo_reaches_475_on_cartpole_on_most_seeds():
+def test_ppo_reaches_475_on_cartpole_on_most_seeds(record_property):
     config = PRESETS["CartPole-v1"].replace(
         total_steps=FAST_CARTPOLE_STEPS, num_seeds=FAST_CARTPOLE_SEEDS
     )
@@ -48,10 +48,11 @@ def test_ppo_reaches_475_on_cartpole_on_most_seeds():
     seconds = time.perf_counter() - start
     returns = np.asarray(agent.evaluate(state, jax.random.key(1), num_episodes=32)).mean(axis=1)
     steps = config.num_seeds * config.total_steps
-    print(
+    record_property(  # the run's summary prints it (tests/_legs.py)
+        "leg_figures",
         f"PPO CartPole-v1, jax {jax.__version__}: {config.num_seeds} seeds x "
         f"{config.total_steps:,} steps in {seconds:.1f} s ({steps / seconds:,.0f} steps/s, "
-        f"compiling included); mean returns {np.round(returns, 1).tolist()}"
+        f"compiling included); mean returns {np.round(returns, 1).tolist()}",
     )
     assert int(metrics["env_steps"]) == config.total_steps
     assert (returns >= 475).sum() >= FAST_CARTPOLE_AT_LEAST, returns
