@@ -52,6 +52,25 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def interleaved_median_seconds(runs: dict[Any, Callable[[], object]], repeats: int) -> dict:
+    """Median wall time of each ``runs[name]()`` over ``repeats`` rounds, each round calling
+    every run once in turn (after one warm-up call each, which compiles); each call is waited
+    for with ``block_until_ready``.
+
+    Variants timed one after another, minutes apart, differ by up to 30% on a loaded machine
+    for reasons of the machine's, not theirs; timed in turn, the same slow minute falls on
+    all of them, and their ratios hold."""
+    for run in runs.values():
+        jax.block_until_ready(run())
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            jax.block_until_ready(run())
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def random_actions(num_steps: int, num_envs: int, num_actions: int = 2) -> jax.Array:
     """The table of discrete actions every JAX variant replays: int32 ``(steps, envs)``."""
     return jax.random.randint(jax.random.key(1), (num_steps, num_envs), 0, num_actions, jnp.int32)

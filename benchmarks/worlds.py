@@ -21,7 +21,9 @@ state its slot was first reset to) and with ``full_reset=True`` (a reset compute
 environment at every step). A start's fingerprint is its ``qpos`` and ``qvel``, bit for bit.
 
 Figures per variant (medians over ``--repeats`` rollouts of ``--steps`` steps with a table of
-random actions, in a jitted ``lax.scan``, compilation excluded):
+random actions, in a jitted ``lax.scan``, compilation excluded; the variants of a row are
+timed in turn, one rollout each per round, so that a slow minute of the machine's falls on
+all of them alike):
 
 - **steps/s**;
 - **freshness**: the fraction of episodes started by an autoreset whose first state was never
@@ -46,6 +48,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -55,7 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import rollax
-from _common import median_seconds
+from _common import interleaved_median_seconds, median_seconds
 from rollax.adapters._suite import suite_code
 
 FRESH = ("every_step", "on_done", "compact", "pool")
@@ -256,10 +259,11 @@ def physics_world(state: Any) -> jax.Array:
     )
 
 
-def measure(
-    variant: tuple, actions: jax.Array, world: Callable, repeats: int, regimes: dict
-) -> dict[str, dict[str, Any]]:
-    """Steps/s of a rollout replaying ``actions``, and its freshness, for each regime."""
+def prepare(
+    variant: tuple, actions: jax.Array, world: Callable, regimes: dict
+) -> dict[str, tuple[Callable[[], Any], dict[str, Any]]]:
+    """For each regime: a call that runs the timed rollout (replaying ``actions``), and the
+    freshness figures of a separate rollout that records every first state."""
     init, step, worlds_of, params_for = variant
     steps, n = actions.shape[:2]
     keys = jax.random.split(jax.random.key(2), steps)
@@ -288,14 +292,39 @@ def measure(
         for regime, limit in regimes.items():
             params = params_for(limit)
             state = start(jax.random.key(0), params)
-            seconds = median_seconds(lambda: rollout(state, params), repeats)  # noqa: B023
             first, (done, later) = jax.device_get(recorded(state, params))
-            out[regime] = {
-                "steps_per_s": steps * n / seconds,
-                "seconds": seconds,
-                **freshness(first, done, later),
-            }
+            run = functools.partial(rollout, state, params)
+            out[regime] = (run, {"steps": steps * n, **freshness(first, done, later)})
     return out
+
+
+def timed(
+    prepared: dict[str, dict[str, tuple[Callable, dict]]], repeats: int, alone: set[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each variant's figures per regime with its steps/s: the variants in ``alone`` timed
+    once each, the others in turn, ``repeats`` rounds (their ratios are what is compared)."""
+    runs = {
+        (name, regime): run
+        for name, regimes in prepared.items()
+        for regime, (run, _) in regimes.items()
+    }
+    together = {key: run for key, run in runs.items() if key[0] not in alone}
+    with suite_code():
+        seconds = interleaved_median_seconds(together, repeats)
+        seconds.update(
+            {key: median_seconds(run, 1) for key, run in runs.items() if key[0] in alone}
+        )
+    return {
+        name: {
+            regime: {
+                "steps_per_s": figures["steps"] / seconds[name, regime],
+                "seconds": seconds[name, regime],
+                **{k: v for k, v in figures.items() if k != "steps"},
+            }
+            for regime, (_, figures) in regimes.items()
+        }
+        for name, regimes in prepared.items()
+    }
 
 
 def world_cost(n: int, repeats: int) -> dict[str, float]:
@@ -386,16 +415,22 @@ def main() -> None:
                         playground_wrapper_variant(task, n, limit, full),
                         {regime: limit},
                     )
+        prepared: dict[str, dict[str, tuple[Callable, dict]]] = {}
+        alone = set()  # timed once, with their own number of steps
         for name, (variant, only) in variants.items():
-            steps, repeats = args.steps, args.repeats
+            steps = args.steps
             if name in ("rollax every_step", "craftax autoreset") and args.slow_steps:
-                steps, repeats = args.slow_steps, 1
+                steps = args.slow_steps
+                alone.add(name)
             if name == "craftax autoreset" and args.autoreset_steps:
-                steps, repeats = args.autoreset_steps, 1
+                steps = args.autoreset_steps
+                alone.add(name)
                 # Where no episode can end, its speed is the natural regime's.
                 only = {r: v for r, v in only.items() if v is None or steps > v}
+            prepared[name] = prepare(variant, table[:steps], world, only)
+        for name, by_regime in timed(prepared, args.repeats, alone).items():
             name = name.split(" (")[0]
-            for regime, figures in measure(variant, table[:steps], world, repeats, only).items():
+            for regime, figures in by_regime.items():
                 row[f"{regime} | {name}"] = figures
                 fresh = figures["freshness"]
                 print(f"{suite:7s} {n:5d} {regime:9s} {name:26s} "
