@@ -118,6 +118,11 @@ def test_unknown_tasks_options_missing_models_and_extras_are_messages(monkeypatc
         rollax.make("playground/CartpoleBalanse")
     with pytest.raises(ValueError, match="impl='mjx': Playground's backends are jax, warp"):
         rollax.make(f"playground/{TASK}", impl="mjx")
+    # Warp's state shares buffers over the batch: an autoreset's gather failed on them.
+    with pytest.raises(ValueError, match="impl='warp': MuJoCo Warp's state holds buffers"):
+        rollax.make(f"playground/{TASK}", impl="warp")
+    with pytest.raises(ValueError, match="impl='warp'"):  # the config entry, as an override
+        rollax.make(f"playground/{TASK}", config_overrides={"impl": "warp"})
     with pytest.raises(ValueError, match="has no config entry 'ctrl_dtt'; its entries: "):
         rollax.make(f"playground/{TASK}", ctrl_dtt=0.02)
     # A robot task without Menagerie's models is refused (Playground would clone them).

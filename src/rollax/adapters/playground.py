@@ -18,8 +18,10 @@ training wrappers differ:
   reset observation, so a truncated episode bootstraps from the next episode's first state
   (google-deepmind/mujoco_playground#305).
 
-The physics backend is an option: ``impl="jax"`` (MJX in JAX, the default) or ``"warp"``
-(MuJoCo Warp, Playground's own default, which needs ``warp-lang``). Other entries of the
+The physics backend is MJX in JAX (``impl="jax"``). MuJoCo Warp (``impl="warp"``,
+Playground's own default) is refused with the reason: its state holds buffers that the whole
+batch shares (its contact lists, of leading size 0 on a CPU), so no reset strategy can give
+one environment a new start without touching the others'. Other entries of the
 task's Playground config are options too (``ctrl_dt``, ``sim_dt``, a reward's ``config``...,
 given as ``config_overrides={"reward_config.scales.x": 1.0}`` or by top-level name); they set
 the compiled step and are fixed when the environment is built.
@@ -51,7 +53,8 @@ from rollax.spaces import Box, Dict
 
 __all__ = ["IMPLS", "PlaygroundEnv", "PlaygroundParams", "playground_ids"]
 
-IMPLS = ("jax", "warp")
+IMPLS = ("jax",)
+"""The physics backends rollax runs Playground's tasks on (Playground's ``impl``)."""
 """Playground's physics backends: MJX in JAX, and MuJoCo Warp."""
 
 _MENAGERIE_ENV = "MENAGERIE_ROOT"  # the PyPI mujoco-menagerie package's name for a checkout
@@ -179,18 +182,23 @@ class PlaygroundEnv(SuiteEnv):
         names = [name for suite in suites for name in suite.ALL_ENVS]
         if env_id not in names:
             raise unknown_id("Playground", self.prefix, env_id, names)
-        if impl not in IMPLS:
-            raise ValueError(f"impl={impl!r}: Playground's backends are {', '.join(IMPLS)}.")
         from mujoco_playground import registry
 
         robot = env_id not in dm_control_suite.ALL_ENVS
         path = _menagerie_path(env_id, menagerie_path) if robot else None
         defaults = registry.get_default_config(env_id)
         overrides = _overrides(env_id, defaults, {**(config_overrides or {}), **config})
+        impl = overrides.pop("impl", impl)  # the config entry, given as an override, alike
+        if impl == "warp":
+            raise ValueError(
+                "impl='warp': MuJoCo Warp's state holds buffers the whole batch shares (its "
+                "contact lists), which rollax's resets cannot give each environment its own "
+                "start in; use impl='jax' (MJX in JAX)."
+            )
+        if impl not in IMPLS:
+            raise ValueError(f"impl={impl!r}: Playground's backends are jax, warp.")
         if "impl" in defaults:  # one task builds its model without (MJX's default, jax)
             overrides = {"impl": impl, **overrides}
-        elif impl != "jax":
-            raise ValueError(f"impl={impl!r}: playground/{env_id} runs on MJX (jax) only.")
         self.env_id = env_id
         self.impl = impl
         with _menagerie(path), suite_code():
