@@ -54,8 +54,8 @@ from rollax.spaces import Box, Dict
 __all__ = ["IMPLS", "PlaygroundEnv", "PlaygroundParams", "playground_ids"]
 
 IMPLS = ("jax",)
-"""The physics backends rollax runs Playground's tasks on (Playground's ``impl``)."""
-"""Playground's physics backends: MJX in JAX, and MuJoCo Warp."""
+"""The physics backends rollax runs Playground's tasks on (Playground's ``impl``; its
+``"warp"`` is refused, see :class:`PlaygroundEnv`)."""
 
 _MENAGERIE_ENV = "MENAGERIE_ROOT"  # the PyPI mujoco-menagerie package's name for a checkout
 
