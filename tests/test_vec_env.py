@@ -41,10 +41,17 @@ def _short_params(env, max_episode_steps=25):
 
 
 def _assert_tree_close(a, b, rtol, atol):
-    """``assert_allclose`` leaf by leaf (observations may be dicts of arrays)."""
+    """``assert_allclose`` leaf by leaf (observations may be dicts of arrays). Pixels (uint8)
+    drawn from positions that differ in their last bit may differ by one level at an edge:
+    at most 1, and in no more than one pixel value in 10,000 (1 of 2.2M seen)."""
     assert jax.tree.structure(a) == jax.tree.structure(b)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype == np.uint8:
+            off = np.abs(x.astype(np.int16) - y.astype(np.int16))
+            assert off.max() <= 1 and (off > 0).mean() <= 1e-4, (off.max(), (off > 0).sum())
+        else:
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
 
 
 # --------------------------------------------------------------------- shapes, jit, vmap
@@ -125,7 +132,9 @@ def test_per_environment_params(key):
         p = single.default_params.replace(gravity=g)
         s_i = jax.tree.map(lambda x, i=i: x[i], state.replace(resets=None))
         _, (_, ts_i) = _rollout(lambda s, a, p=p: single.step(s, a, p), s_i, actions[:, i])
-        np.testing.assert_allclose(ts.obs[:, i], ts_i.obs, rtol=1e-6, atol=1e-6)
+        # Two compiled programs, 50 steps: last-bit differences grow (1.2e-5 at a value of
+        # 4.2, 2.9e-6 relative, with XLA:CPU's older fusion emitters).
+        np.testing.assert_allclose(ts.obs[:, i], ts_i.obs, rtol=1e-5, atol=1e-5)
     # Different gravity, different pole trajectories.
     assert len({float(ts.obs[-1, i, 2]) for i in range(n)}) == n
 
