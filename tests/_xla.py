@@ -8,8 +8,8 @@ XLA's defaults and 204 s without the backend optimizations. A run that wants XLA
 sets the level itself, e.g. ``XLA_FLAGS=--xla_backend_optimization_level=2 make test``.
 
 Where the jaxlib still has them, it also compiles fusions with XLA:CPU's older emitters
-(``IF_KNOWN_FLAGS``): on jaxlib 0.10.2 they took PPO's CartPole program from 6.7 to 4.2 s of
-backend compile and its process from 16 to 11.5 CPU-seconds (medians of 3), while its
+(``IF_KNOWN_FLAGS``): on jaxlib 0.10.2 they took PPO's CartPole program from 7.0 to 4.2 s of
+backend compile and its process from 16.3 to 11.4 CPU-seconds (medians of 7 and 3), while its
 training ran as fast (Breakout-MinAtar and StatelessCartPole PPO, 131,072 steps x 3 seeds).
 jaxlib 0.12 has only the new emitters, and XLA aborts the process on a flag it does not know,
 so each such flag is tried once in a short process first (:func:`known_flags`).
