@@ -60,10 +60,11 @@ def use_suite_flags() -> None:
     only the first pytest process tries the flags."""
     flags = os.environ.get("XLA_FLAGS", "")
     named = {flag.split("=", 1)[0] for flag in flags.split()}
-    unset = [f for f in (*SUITE_FLAGS, *IF_KNOWN_FLAGS) if f.split("=", 1)[0] not in named]
-    extra = [f for f in unset if f in SUITE_FLAGS] + known_flags(
-        tuple(f for f in unset if f in IF_KNOWN_FLAGS)
-    )
+
+    def unset(wanted: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(f for f in wanted if f.split("=", 1)[0] not in named)
+
+    extra = [*unset(SUITE_FLAGS), *known_flags(unset(IF_KNOWN_FLAGS))]
     os.environ["XLA_FLAGS"] = with_flags(flags, *extra)
 
 
