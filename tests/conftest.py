@@ -16,6 +16,8 @@
   event, which the compile-once tests count.
 - XLA: the suite compiles without XLA's backend optimizations, in pytest and in the
   processes its tests start (``XLA_FLAGS``; tests/_xla.py says why and how to opt out).
+- MuJoCo: drawn offscreen (``MUJOCO_GL=egl``) on a machine without a display, as the command
+  line does for ``--video`` (``rollax.cli.offscreen_gl_for_mujoco``).
 - Test order: modules with a slow test or an ``xdist_group`` run first, so that the two
   workers of ``make test`` do not end with one of them alone on a long test.
 - Optional packages: a test (or a module, through ``pytestmark``) that needs one is marked
@@ -47,6 +49,7 @@ from hypothesis import settings
 
 import rollax
 from _xla import use_suite_flags
+from rollax.cli import offscreen_gl_for_mujoco
 
 pytest_plugins = ("_legs",)  # how CI's two legs divide the suite (tests/_legs.py)
 
@@ -92,6 +95,10 @@ for _name, _value in _CACHE_SETTINGS.items():
 # rollax's own runs (`rollax train`, `train()`) point JAX at $ROLLAX_CACHE_DIR: this one too,
 # never the user's cache.
 os.environ["ROLLAX_CACHE_DIR"] = COMPILATION_CACHE
+
+# MuJoCo opens a window's OpenGL context unless told otherwise when it is imported: draw
+# offscreen on a machine without a display, as the command line does for --video.
+offscreen_gl_for_mujoco()
 
 # Stable-Baselines3 makes a log folder for every model it builds, in $SB3_LOGDIR if set, else
 # a new /tmp/SB3-<time> each: one folder for the run, removed with it.

@@ -4,6 +4,8 @@ rollax's time limit with the true final observation."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -145,6 +147,65 @@ def test_unknown_tasks_options_missing_models_and_extras_are_messages(monkeypatc
     )
     with pytest.raises(ValueError, match=r"pip install 'rollax\[playground\]'"):
         rollax.make("playground/WalkerWalk")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # Gymnasium's advice on infinite bounds
+def test_the_checker_and_the_gymnasium_adapter_pass_on_a_playground_task():
+    # The checker: declarations, purity, params as data, fresh keys, a rollout, and render
+    # (MuJoCo's renderer through a host callback, under jit).
+    from rollax.envs import check_env
+
+    assert check_env(f"playground/{TASK}", steps=16) == ()
+    from gymnasium.utils.env_checker import check_env as gymnasium_check
+
+    from rollax.adapters.gymnasium import RollaxEnv
+
+    single = RollaxEnv(f"playground/{TASK}", render_mode="rgb_array")
+    gymnasium_check(single)  # seeding, spaces, steps and render
+    single.reset(seed=0)
+    assert single.render().shape == (240, 320, 3)
+
+
+def test_an_episode_is_recorded_with_mujocos_renderer():
+    # What `rollax eval --video` records: every picture from the chosen camera, the cart
+    # moving across them, the first one the reset state's.
+    from rollax.agents.ppo import PPOConfig, make_ppo
+    from rollax.runs._video import record_episode
+
+    agent = make_ppo(
+        PPOConfig(num_seeds=1, num_envs=2, num_steps=8, num_minibatches=1, total_steps=16),
+        f"playground/{TASK}",
+        render_size=(48, 64),
+        render_camera="fixed",
+    )
+    state = agent.init(jax.random.key(0))
+    state = state.replace(env_params=state.env_params.replace(max_episode_steps=6))
+    frames, _ = record_episode(agent, state, jax.random.key(1))
+    assert frames.shape == (7, 48, 64, 3) and frames.dtype == np.uint8
+    assert len({frame.tobytes() for frame in frames}) == 7  # the scene changes every step
+    env = rollax.make(f"playground/{TASK}", render_size=(48, 64), render_camera="fixed")
+    with pytest.raises(ValueError, match="render_camera='side': playground/CartpoleBalance's "
+                       "cameras are 'fixed', 'lookatcart'"):  # fmt: skip
+        rollax.make(f"playground/{TASK}", render_camera="side")
+    with pytest.raises(ValueError, match=r"render_size=\(0, 64\): give \(height, width\)"):
+        rollax.make(f"playground/{TASK}", render_size=(0, 64))
+    assert env.render(env.reset(jax.random.key(2))[0]).shape == (48, 64, 3)
+
+
+def test_the_command_line_gives_mujoco_an_offscreen_context_for_videos(monkeypatch):
+    from rollax.cli import offscreen_gl_for_mujoco
+
+    for name in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    offscreen_gl_for_mujoco()
+    assert os.environ.get("MUJOCO_GL") == ("egl" if sys.platform == "linux" else None)
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")  # the user's choice stays
+    offscreen_gl_for_mujoco()
+    assert os.environ["MUJOCO_GL"] == "osmesa"
+    monkeypatch.delenv("MUJOCO_GL")
+    monkeypatch.setenv("DISPLAY", ":0")  # a display: MuJoCo's default context works
+    offscreen_gl_for_mujoco()
+    assert "MUJOCO_GL" not in os.environ
 
 
 def test_the_dm_control_suite_is_listed():

@@ -220,6 +220,20 @@ def test_dict_observations():
 # tfp-nightly's JAX backend, which SBX imports, uses a deprecated JAX name: not rollax's to fix.
 @pytest.mark.filterwarnings("ignore:jax.core.pytype_aval_mappings is deprecated")
 @pytest.mark.extra("sbx")
+@pytest.mark.extra("playground")
+@pytest.mark.filterwarnings("ignore:JAXopt is no longer maintained")
+@pytest.mark.filterwarnings("ignore:Brax System")
+def test_sb3_trains_on_a_playground_task():
+    # A MuJoCo Playground task behind SB3's VecEnv: PPO collects, learns and evaluates.
+    env = VecMonitor(RollaxVecEnv("playground/CartpoleBalance", 4, episode_length=50))
+    assert env.observation_space.shape == (5,) and env.action_space.shape == (1,)
+    model = PPO("MlpPolicy", env, n_steps=16, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=128)
+    assert model.num_timesteps == 128
+    rewards, lengths = evaluate_policy(model, env, n_eval_episodes=4, return_episode_rewards=True)
+    assert lengths == [50] * 4 and all(0.0 < r <= 50.0 for r in rewards)  # to the time limit
+
+
 def test_sbx_runs_on_it():
     import sbx
 

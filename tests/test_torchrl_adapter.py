@@ -22,7 +22,21 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        "CartPole-v1",
+        "Pendulum-v1",
+        pytest.param(
+            "playground/CartpoleBalance",
+            marks=[
+                pytest.mark.extra("playground"),
+                pytest.mark.filterwarnings("ignore:JAXopt is no longer maintained"),
+                pytest.mark.filterwarnings("ignore:Brax System"),
+            ],
+        ),
+    ],
+)
 def test_passes_torchrl_check_env_specs(env_id):
     check_env_specs(RollaxEnv(env_id, 4), break_when_any_done="both")
 

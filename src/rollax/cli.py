@@ -257,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     # Before any command starts JAX: where the installed jaxlib's CPU scheduler deadlocks,
     # turn it off (rollax._xla_cpu; a no-op on later jaxlib releases and other backends).
     avoid_cpu_scheduler_deadlock()
+    if getattr(args, "video", None):
+        offscreen_gl_for_mujoco()
     # Environments given by import path ("my_envs:Forage") load from the working directory,
     # as under `python -m rollax`, as well as from installed packages.
     if "" not in sys.path and os.getcwd() not in sys.path:
@@ -271,6 +273,21 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingDiverged as e:
         print(f"rollax {args.command}: {e}", file=sys.stderr)
         return 3
+
+
+def offscreen_gl_for_mujoco() -> None:
+    """Let MuJoCo draw without a display: ``MUJOCO_GL=egl`` when unset on such a machine.
+
+    MuJoCo reads ``MUJOCO_GL`` once, when it is imported, and by default opens a window's
+    OpenGL context, which a server or a cluster node lacks. The command line is the process
+    rollax owns, so ``--video`` sets it there (a Playground task's ``render``); a Python
+    program sets it itself. Nothing changes where it is set or where a display is.
+    """
+    if "MUJOCO_GL" in os.environ or sys.platform != "linux":
+        return
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return
+    os.environ["MUJOCO_GL"] = "egl"
 
 
 def _supervised(cluster: Any) -> bool:

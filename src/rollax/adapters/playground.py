@@ -26,6 +26,11 @@ task's Playground config are options too (``ctrl_dt``, ``sim_dt``, a reward's ``
 given as ``config_overrides={"reward_config.scales.x": 1.0}`` or by top-level name); they set
 the compiled step and are fixed when the environment is built.
 
+``render`` draws a state with MuJoCo's own renderer on the host (a ``jax.pure_callback``, so
+it runs under ``jit`` and ``vmap`` like every rollax renderer, one picture at a time). On a
+machine without a display MuJoCo needs ``MUJOCO_GL=egl`` (or ``osmesa``) set before it is
+imported; ``rollax eval --video`` sets ``egl`` itself when nothing is set and no display is.
+
 The locomotion and manipulation tasks need MuJoCo Menagerie's robot models, which Playground
 clones from GitHub at first use into its own package folder. rollax never does: pass
 ``menagerie_path=`` (or set ``MENAGERIE_ROOT``) to a Menagerie checkout, and Playground reads
@@ -37,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -164,6 +170,11 @@ class PlaygroundEnv(SuiteEnv):
             tasks (default: ``$MENAGERIE_ROOT``, else Playground's own folder if it has one).
         config_overrides: Entries of the task's Playground config, by flattened name
             (``{"ctrl_dt": 0.02}``, ``{"reward_config.scales.tracking_lin_vel": 2.0}``).
+        render_size: ``(height, width)`` of :meth:`render`'s pictures, in pixels (default
+            ``(240, 320)``, Playground's own).
+        render_camera: The camera :meth:`render` looks through: a name of the task's model
+            (CartpoleBalance has ``"fixed"`` and ``"lookatcart"``), an index, or ``-1``, MuJoCo's
+            free camera (the default, as in Playground).
         **config: Top-level entries of the config by keyword, as ``config_overrides``.
     """
 
@@ -175,6 +186,8 @@ class PlaygroundEnv(SuiteEnv):
         impl: str = "jax",
         menagerie_path: str | os.PathLike | None = None,
         config_overrides: Mapping[str, Any] | None = None,
+        render_size: tuple[int, int] = (240, 320),
+        render_camera: str | int = -1,
         **config: Any,
     ) -> None:
         dm_control_suite, locomotion, manipulation = _suites()
@@ -214,6 +227,10 @@ class PlaygroundEnv(SuiteEnv):
         self._observation_space = jax.tree.map(_unbounded, first.obs)
         if isinstance(first.obs, Mapping):
             self._observation_space = Dict(dict(self._observation_space))
+        self._render_size = _render_size(render_size)
+        self._render_camera = _camera(env_id, self._env.mj_model, render_camera)
+        self._renderer: Any = None  # MuJoCo's, made at the first picture (it opens a GL context)
+        self._render_lock = threading.Lock()
 
     @property
     def default_params(self) -> PlaygroundParams:
@@ -232,6 +249,77 @@ class PlaygroundEnv(SuiteEnv):
 
     def observe(self, state: Any, params: PlaygroundParams) -> Any:
         return jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), state.obs)
+
+    def render(self, state: Any, params: PlaygroundParams) -> jax.Array:
+        """A picture of ``state`` from MuJoCo's renderer: uint8 ``(H, W, 3)`` (``render_size``).
+
+        The pose (``qpos``, the mocap bodies, the applied forces) goes to the host, where MuJoCo
+        computes the scene and draws it, as Playground's ``render`` does; under ``vmap`` the
+        pictures are drawn one after another.
+        """
+        data = state.data
+        pose = (data.qpos, data.qvel, data.mocap_pos, data.mocap_quat, data.xfrc_applied)
+        picture = jax.ShapeDtypeStruct((*self._render_size, 3), jnp.uint8)
+        return jax.pure_callback(self._draw, picture, *pose, vmap_method="sequential")
+
+    def _draw(self, qpos, qvel, mocap_pos, mocap_quat, xfrc_applied) -> np.ndarray:
+        import mujoco
+
+        with self._render_lock:  # one GL context, used by one thread at a time
+            if self._renderer is None:
+                self._renderer = _renderer(self._env.mj_model, *self._render_size)
+                self._render_data = mujoco.MjData(self._env.mj_model)
+            data = self._render_data
+            data.qpos, data.qvel = qpos, qvel
+            data.mocap_pos, data.mocap_quat, data.xfrc_applied = mocap_pos, mocap_quat, xfrc_applied
+            mujoco.mj_forward(self._env.mj_model, data)
+            self._renderer.update_scene(data, camera=self._render_camera)
+            return np.asarray(self._renderer.render(), np.uint8)
+
+
+def _render_size(size: Any) -> tuple[int, int]:
+    """``render_size`` as two positive ints; a ``ValueError`` naming what was given."""
+    try:
+        height, width = (int(v) for v in size)
+        ok = height > 0 and width > 0 and all(float(v) == int(v) for v in size)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"render_size={size!r}: give (height, width), two positive ints.")
+    return height, width
+
+
+def _camera(env_id: str, model: Any, camera: Any) -> int:
+    """``render_camera`` as MuJoCo's camera index (-1: the free camera)."""
+    import mujoco
+
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, i) for i in range(model.ncam)]
+    if isinstance(camera, str) and camera in names:
+        return names.index(camera)
+    if isinstance(camera, (int, np.integer)) and not isinstance(camera, bool):
+        if -1 <= camera < model.ncam:
+            return int(camera)
+    raise ValueError(
+        f"render_camera={camera!r}: playground/{env_id}'s cameras are "
+        f"{', '.join(map(repr, names)) or 'none'} (or their indices 0 to {model.ncam - 1}), "
+        "or -1 for MuJoCo's free camera."
+    )
+
+
+def _renderer(model: Any, height: int, width: int) -> Any:
+    """MuJoCo's renderer, or a ``RuntimeError`` that says how to give it an OpenGL context."""
+    import mujoco
+
+    try:
+        return mujoco.Renderer(model, height=height, width=width)
+    except Exception as e:  # MuJoCo raises its own FatalError, or AttributeError, without GL
+        gl = os.environ.get("MUJOCO_GL")
+        raise RuntimeError(
+            f"MuJoCo cannot render here (MUJOCO_GL={gl!r}; {type(e).__name__}: {e}). On a "
+            "machine without a display, set MUJOCO_GL=egl (or osmesa) before mujoco is "
+            "imported; rollax eval --video does so itself. The picture must also fit MuJoCo's "
+            "offscreen buffer (the model's visual/global offwidth and offheight)."
+        ) from e
 
 
 def _unbounded(leaf: jax.ShapeDtypeStruct) -> Box:

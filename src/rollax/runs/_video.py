@@ -38,8 +38,8 @@ def check_video_path(path: str | Path, directory: str | Path | None = None) -> P
         if not env.can_render and not _image_keys(env.observation_space):
             raise ValueError(
                 f"--video: {env_id} cannot render (it has no render method) and observes no "
-                f"images; the classic-control environments, the mazes, PixelCartPole-v1 and "
-                f"gymnax's MinAtar games can be recorded."
+                f"images; the classic-control environments, the mazes, PixelCartPole-v1, "
+                f"gymnax's MinAtar games, Craftax and Playground's tasks can be recorded."
             )
     return path
 
