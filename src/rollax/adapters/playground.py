@@ -39,11 +39,14 @@ its models from there for as long as the environment is built.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import io
 import os
+import queue
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -229,8 +232,7 @@ class PlaygroundEnv(SuiteEnv):
             self._observation_space = Dict(dict(self._observation_space))
         self._render_size = _render_size(render_size)
         self._render_camera = _camera(env_id, self._env.mj_model, render_camera)
-        self._renderer: Any = None  # MuJoCo's, made at the first picture (it opens a GL context)
-        self._render_lock = threading.Lock()
+        self._renderer = _HostRenderer(self._env.mj_model, self._render_size, self._render_camera)
 
     @property
     def default_params(self) -> PlaygroundParams:
@@ -260,21 +262,75 @@ class PlaygroundEnv(SuiteEnv):
         data = state.data
         pose = (data.qpos, data.qvel, data.mocap_pos, data.mocap_quat, data.xfrc_applied)
         picture = jax.ShapeDtypeStruct((*self._render_size, 3), jnp.uint8)
-        return jax.pure_callback(self._draw, picture, *pose, vmap_method="sequential")
+        return jax.pure_callback(self._renderer, picture, *pose, vmap_method="sequential")
 
-    def _draw(self, qpos, qvel, mocap_pos, mocap_quat, xfrc_applied) -> np.ndarray:
-        import mujoco
 
-        with self._render_lock:  # one GL context, used by one thread at a time
-            if self._renderer is None:
-                self._renderer = _renderer(self._env.mj_model, *self._render_size)
-                self._render_data = mujoco.MjData(self._env.mj_model)
-            data = self._render_data
-            data.qpos, data.qvel = qpos, qvel
-            data.mocap_pos, data.mocap_quat, data.xfrc_applied = mocap_pos, mocap_quat, xfrc_applied
-            mujoco.mj_forward(self._env.mj_model, data)
-            self._renderer.update_scene(data, camera=self._render_camera)
-            return np.asarray(self._renderer.render(), np.uint8)
+class _HostRenderer:
+    """MuJoCo's renderer for one model, in a host thread of its own.
+
+    An OpenGL context is current in one thread at a time, and JAX runs a callback on any of
+    its threads: so the renderer is made (at the first picture), used and closed in one daemon
+    thread, this object's. It closes there when the environment is collected, or at the
+    interpreter's exit.
+    """
+
+    def __init__(self, model: Any, size: tuple[int, int], camera: int) -> None:
+        self._drawing = {"model": model, "size": size, "camera": camera, "renderer": None}
+        self._jobs: queue.SimpleQueue | None = None  # the thread starts at the first picture
+        self._starting = threading.Lock()
+
+    def __call__(self, *pose: np.ndarray) -> np.ndarray:
+        """uint8 ``(H, W, 3)`` of ``qpos, qvel, mocap_pos, mocap_quat, xfrc_applied``."""
+        with self._starting:
+            if self._jobs is None:
+                self._jobs = queue.SimpleQueue()
+                threading.Thread(
+                    target=_serve,
+                    args=(self._jobs, self._drawing),
+                    name="rollax-mujoco-render",
+                    daemon=True,
+                ).start()
+                weakref.finalize(self, _run, self._jobs, _close, self._drawing)
+        return _run(self._jobs, _draw, self._drawing, *pose)
+
+
+def _serve(jobs: queue.SimpleQueue, drawing: dict) -> None:
+    """The render thread: run each job, hand back its result or error; stop after closing."""
+    while True:
+        fn, args, done = jobs.get()
+        try:
+            done.set_result(fn(*args))
+        except BaseException as e:  # handed to the caller, who raises it
+            done.set_exception(e)
+        if fn is _close:
+            return
+
+
+def _run(jobs: queue.SimpleQueue, fn: Any, *args: Any) -> Any:
+    done: concurrent.futures.Future = concurrent.futures.Future()
+    jobs.put((fn, args, done))
+    return done.result()
+
+
+def _draw(drawing: dict, qpos, qvel, mocap_pos, mocap_quat, xfrc_applied) -> np.ndarray:
+    import mujoco
+
+    model = drawing["model"]
+    if drawing["renderer"] is None:
+        drawing["renderer"] = _renderer(model, *drawing["size"])
+        drawing["data"] = mujoco.MjData(model)
+    data, renderer = drawing["data"], drawing["renderer"]
+    data.qpos, data.qvel = qpos, qvel
+    data.mocap_pos, data.mocap_quat, data.xfrc_applied = mocap_pos, mocap_quat, xfrc_applied
+    mujoco.mj_forward(model, data)
+    renderer.update_scene(data, camera=drawing["camera"])
+    return np.asarray(renderer.render(), np.uint8)
+
+
+def _close(drawing: dict) -> None:
+    renderer, drawing["renderer"] = drawing["renderer"], None
+    if renderer is not None:
+        renderer.close()
 
 
 def _render_size(size: Any) -> tuple[int, int]:
