@@ -75,6 +75,25 @@ def test_keys_come_back_exactly(agent, tmp_path):
     assert jax.dtypes.issubdtype(restored.key.dtype, jax.dtypes.prng_key)
 
 
+def test_leaves_without_values_come_back_with_their_shapes(tmp_path):
+    # MJX's state holds arrays with a zero in their shape (act for a model without
+    # activations), which Orbax cannot store: a Playground run failed at its first checkpoint.
+    state = {
+        "act": np.zeros((4, 0), np.float32),
+        "qpos": np.arange(8, dtype=np.float32).reshape(4, 2),
+        "inner": {"contacts": np.zeros((0, 3), np.int32), "key": jax.random.key(5)},
+    }
+    ckpt = Checkpointer(tmp_path)
+    ckpt.save(1, state, {})
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    for shardings in (None, jax.tree.map(lambda _: one, state)):
+        restored, _ = ckpt.restore(jax.eval_shape(lambda: state), shardings=shardings)
+        _assert_trees_equal(state, restored)
+        assert restored["inner"]["contacts"].dtype == np.int32
+    with pytest.raises(CheckpointError, match=r"qpos is stored as float32\[4, 2\]"):
+        ckpt.restore({**state, "qpos": np.zeros((4, 3), np.float32)})
+
+
 def test_only_the_newest_checkpoints_are_kept(tmp_path):
     ckpt = Checkpointer(tmp_path, max_to_keep=2)
     for step in (10, 20, 30):

@@ -43,6 +43,15 @@ def _is_key(x: Any) -> bool:
     return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
+def _is_empty(x: Any) -> bool:
+    """Whether a leaf holds no values (a zero in its shape, as MJX's ``act`` often has).
+
+    Orbax cannot store one, so a checkpoint holds it as nothing, and restoring gives zeros of
+    the target's shape.
+    """
+    return not _is_key(x) and 0 in np.shape(x)
+
+
 def _reason(e: Exception) -> str:
     """The first, readable part of an Orbax/TensorStore error."""
     text = str(e).split(" [tensorstore_spec")[0].strip()
@@ -126,7 +135,8 @@ class Checkpointer:
             if _is_key(leaf)
         }
         stored = jax.tree.unflatten(
-            treedef, [jax.random.key_data(x) if _is_key(x) else x for x in leaves]
+            treedef,
+            [None if _is_empty(x) else jax.random.key_data(x) if _is_key(x) else x for x in leaves],
         )
         self._manager.save(
             step,
@@ -221,11 +231,12 @@ class Checkpointer:
         abstract = jax.tree.unflatten(
             treedef,
             [
-                jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=s)
+                None if _is_empty(x) else jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=s)
                 for x, s in zip(expected, placed, strict=True)
             ],
         )
-        self._check_compatible(step, names, expected)
+        kept = [i for i, x in enumerate(expected) if not _is_empty(x)]
+        self._check_compatible(step, [names[i] for i in kept], [expected[i] for i in kept])
         try:
             restored = self._manager.restore(
                 step,
@@ -243,8 +254,13 @@ class Checkpointer:
             ) from e
         impls = dict(restored["keys"])
         out = []
-        restored_leaves = jax.tree.leaves(restored["state"])
-        for name, want, got in zip(names, leaves, restored_leaves, strict=True):
+        restored_leaves = iter(jax.tree.leaves(restored["state"]))
+        for name, want, s in zip(names, leaves, placed, strict=True):
+            if _is_empty(want):  # stored as nothing: no values to read
+                empty = jnp.zeros(np.shape(want), want.dtype)
+                out.append(empty if shardings is None else jax.device_put(empty, s))
+                continue
+            got = next(restored_leaves)
             if shardings is None:
                 # Orbax returns arrays committed to a device; fresh ones are not, and jit keys
                 # its compiled programs on that too. Uncommitted, a restored state reuses them.
