@@ -149,6 +149,43 @@ def test_unknown_tasks_options_missing_models_and_extras_are_messages(monkeypatc
         rollax.make("playground/WalkerWalk")
 
 
+def test_model_values_are_params_per_environment_and_never_recompile(tmp_path):
+    # The cart's mass and the physics step as data: a heavier cart moves less under the same
+    # push, one compiled step serves every value, and a leading axis gives each environment
+    # its own (what the environment alone reaches with that value).
+    from rollax.checkpoints import Checkpointer
+
+    env = rollax.make(f"playground/{TASK}", num_envs=2, model_params=("body_mass", "opt.timestep"))
+    params = env.default_params
+    assert float(params.model["opt.timestep"]) == pytest.approx(0.01)
+    mass = params.model["body_mass"]
+    heavy = params.replace(model={**params.model, "body_mass": mass * np.float32([1, 5, 1])})
+    step, push = jax.jit(env.step), jnp.ones((2, 1))
+    state, _ = jax.jit(env.reset)(jax.random.key(0), params)
+
+    def cart_moved(p):
+        s = state
+        for _ in range(20):
+            s, _ = step(s, push, p)
+        return np.abs(np.asarray(s.core.data.qpos[:, 0] - state.core.data.qpos[:, 0]))
+
+    light_moved, heavy_moved = cart_moved(params), cart_moved(heavy)
+    assert (heavy_moved < 0.5 * light_moved).all()
+    assert step._cache_size() == 1
+    each = params.replace(
+        model={**params.model, "body_mass": np.stack([mass, heavy.model["body_mass"]])}
+    )
+    np.testing.assert_allclose(cart_moved(each), [light_moved[0], heavy_moved[1]], rtol=1e-5)
+    ckpt = Checkpointer(tmp_path)  # params travel with a run's checkpoints
+    ckpt.save(0, heavy, {})
+    restored, _ = ckpt.restore(jax.eval_shape(lambda: heavy))
+    np.testing.assert_array_equal(restored.model["body_mass"], heavy.model["body_mass"])
+    with pytest.raises(ValueError, match="model_params: 'body_parentid' is not a float array"):
+        rollax.make(f"playground/{TASK}", model_params=("body_parentid",))
+    with pytest.raises(ValueError, match=r"model_params: 'opt\.timestepp' is no field"):
+        rollax.make(f"playground/{TASK}", model_params=("opt.timestepp",))
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")  # Gymnasium's advice on infinite bounds
 def test_the_checker_and_the_gymnasium_adapter_pass_on_a_playground_task():
     # The checker: declarations, purity, params as data, fresh keys, a rollout, and render

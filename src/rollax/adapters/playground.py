@@ -47,7 +47,7 @@ import queue
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +76,14 @@ class PlaygroundParams(EnvParams):
     Attributes:
         max_episode_steps: rollax's time limit in control steps (by default the task's
             ``episode_length``).
+        model: The MJX model's fields named by the environment's ``model_params`` option,
+            by name (``{"body_mass": float32 (nbody,), "opt.timestep": float32 ()}``; ``None``
+            without that option): values the physics reads, as data. A leading ``num_envs``
+            axis gives each environment its own (domain randomization).
     """
 
     max_episode_steps: Any = np.int32(1000)
+    model: Any = None
 
 
 def _suites() -> tuple[Any, Any, Any]:
@@ -178,6 +183,12 @@ class PlaygroundEnv(SuiteEnv):
         render_camera: The camera :meth:`render` looks through: a name of the task's model
             (CartpoleBalance has ``"fixed"`` and ``"lookatcart"``), an index, or ``-1``, MuJoCo's
             free camera (the default, as in Playground).
+        model_params: Float fields of the task's MJX model to hold in
+            :attr:`PlaygroundParams.model` (``"body_mass"``, ``"geom_friction"``,
+            ``"dof_damping"``, ``"actuator_gear"``, ``"opt.timestep"``...): changing them, or
+            giving each environment its own, compiles nothing again. Quantities MuJoCo derives
+            from them when it compiles a model (a body's subtree mass, the inverse weights)
+            keep their first values, as under Playground's own domain randomization.
         **config: Top-level entries of the config by keyword, as ``config_overrides``.
     """
 
@@ -191,6 +202,7 @@ class PlaygroundEnv(SuiteEnv):
         config_overrides: Mapping[str, Any] | None = None,
         render_size: tuple[int, int] = (240, 320),
         render_camera: str | int = -1,
+        model_params: Sequence[str] = (),
         **config: Any,
     ) -> None:
         dm_control_suite, locomotion, manipulation = _suites()
@@ -230,22 +242,39 @@ class PlaygroundEnv(SuiteEnv):
         self._observation_space = jax.tree.map(_unbounded, first.obs)
         if isinstance(first.obs, Mapping):
             self._observation_space = Dict(dict(self._observation_space))
+        self._model_params = _model_params(env_id, self._env.mjx_model, model_params)
         self._render_size = _render_size(render_size)
         self._render_camera = _camera(env_id, self._env.mj_model, render_camera)
         self._renderer = _HostRenderer(self._env.mj_model, self._render_size, self._render_camera)
 
     @property
     def default_params(self) -> PlaygroundParams:
-        return PlaygroundParams(max_episode_steps=np.int32(self._episode_length))
+        return PlaygroundParams(
+            max_episode_steps=np.int32(self._episode_length),
+            model=dict(self._model_params) if self._model_params else None,
+        )
+
+    @contextlib.contextmanager
+    def _physics(self, params: PlaygroundParams) -> Iterator[None]:
+        """Playground's code runs on the model with ``params.model``'s values (while traced)."""
+        first = self._env._mjx_model
+        if params.model:
+            # The attribute Playground's own domain randomization replaces (Brax's wrapper).
+            self._env._mjx_model = first.tree_replace(dict(params.model))
+        try:
+            with suite_code():
+                yield
+        finally:
+            self._env._mjx_model = first
 
     def reset_env(self, key: jax.Array, params: PlaygroundParams) -> Any:
         # Playground's tasks split a raw uint32 key (jax.random.PRNGKey's kind).
         raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-        with suite_code():
+        with self._physics(params):
             return strong(self._env.reset(raw))
 
     def step_env(self, state: Any, action: jax.Array, params: PlaygroundParams) -> tuple:
-        with suite_code():
+        with self._physics(params):
             state = strong(self._env.step(state, action))
         return state, jnp.asarray(state.reward, jnp.float32), state.done > 0.5
 
@@ -331,6 +360,29 @@ def _close(drawing: dict) -> None:
     renderer, drawing["renderer"] = drawing["renderer"], None
     if renderer is not None:
         renderer.close()
+
+
+def _model_params(env_id: str, model: Any, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The named float fields of an MJX model, by name; a ``ValueError`` for any other."""
+    if isinstance(names, str):
+        raise ValueError(f"model_params={names!r}: give a sequence of names, e.g. ('body_mass',).")
+    fields = {}
+    for name in names:
+        value = model
+        for part in str(name).split("."):
+            value = getattr(value, part, None)
+        if not (
+            isinstance(value, (np.ndarray, jax.Array)) and jnp.issubdtype(value.dtype, jnp.floating)
+        ):
+            what = "no field of" if value is None else "not a float array of"
+            raise ValueError(
+                f"model_params: {name!r} is {what} playground/{env_id}'s MJX model (integer "
+                "fields index or size the model and stay fixed). Float fields: body_mass, "
+                "body_inertia, geom_friction, dof_damping, dof_armature, actuator_gear, "
+                "actuator_gainprm, opt.timestep, opt.gravity..."
+            )
+        fields[str(name)] = np.asarray(value)
+    return fields
 
 
 def _render_size(size: Any) -> tuple[int, int]:
