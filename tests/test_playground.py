@@ -14,7 +14,7 @@ import pytest
 
 import rollax
 from rollax.adapters._suite import suite_code
-from rollax.adapters.playground import PlaygroundEnv
+from rollax.adapters.playground import PHYSICS, PlaygroundEnv
 from rollax.envs import RESET_STRATEGIES
 
 # Playground imports Brax, whose dependencies announce their own deprecations.
@@ -184,6 +184,57 @@ def test_model_values_are_params_per_environment_and_never_recompile(tmp_path):
         rollax.make(f"playground/{TASK}", model_params=("body_parentid",))
     with pytest.raises(ValueError, match=r"model_params: 'opt\.timestepp' is no field"):
         rollax.make(f"playground/{TASK}", model_params=("opt.timestepp",))
+
+
+def _cart_mass(model, keys):
+    """A domain randomizer in Playground's form: the cart's mass times U(0.5, 2) per key."""
+
+    @jax.vmap
+    def draw(key):
+        return model.body_mass.at[1].multiply(jax.random.uniform(key, minval=0.5, maxval=2.0))
+
+    in_axes = jax.tree.map(lambda _: None, model).tree_replace({"body_mass": 0})
+    return model.tree_replace({"body_mass": draw(keys)}), in_axes
+
+
+@pytest.mark.parametrize("strategy", ["pool", "cached"])
+def test_domain_randomization_draws_new_physics_for_every_episode(strategy):
+    # One-step episodes: every reset draws its episode's cart mass under rollax's default
+    # strategy; under `cached` (Playground's wrapper) each environment keeps its first.
+    env = rollax.make(
+        f"playground/{TASK}", num_envs=8, reset_strategy=strategy, randomization_fn=_cart_mass
+    )
+    params = env.default_params.replace(max_episode_steps=1)
+
+    @jax.jit
+    def masses(key):
+        state, _ = env.reset(key, params)
+
+        def step(state, key):
+            state, _ = env.step(state, env.sample_actions(key), params)
+            return state, state.core.info[PHYSICS]["body_mass"][:, 1]
+
+        first = state.core.info[PHYSICS]["body_mass"][:, 1]
+        return state, first, jax.lax.scan(step, state, jax.random.split(key, 6))[1]
+
+    state, first, later = jax.device_get(masses(jax.random.key(0)))
+    drawn = np.concatenate([first[None], later])  # (episodes, environments)
+    assert ((drawn >= 0.5) & (drawn <= 2.0)).all()  # the cart weighs 1
+    if strategy == "cached":
+        np.testing.assert_array_equal(drawn, np.broadcast_to(first, drawn.shape))
+        return
+    assert len(np.unique(drawn)) == drawn.size == 8 * 7
+    # An episode steps with its physics: as the same masses given as params do.
+    given = rollax.make(f"playground/{TASK}", num_envs=8, model_params=("body_mass",))
+    info = {k: v for k, v in state.core.info.items() if k != PHYSICS}
+    plain = state.replace(core=state.core.replace(info=info))
+    mass = state.core.info[PHYSICS]["body_mass"]
+    push = jnp.ones((8, 1))
+    _, mine = env.step(state, push, params.replace(max_episode_steps=100))
+    _, theirs = given.step(plain, push, given.default_params.replace(model={"body_mass": mass}))
+    np.testing.assert_allclose(mine.obs, theirs.obs, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="Playground has no domain randomizer for playground/"):
+        rollax.make(f"playground/{TASK}", randomization_fn=True)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # Gymnasium's advice on infinite bounds

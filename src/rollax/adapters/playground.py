@@ -47,7 +47,7 @@ import queue
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,16 @@ from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
 from rollax.envs._base import EnvParams
 from rollax.spaces import Box, Dict
 
-__all__ = ["IMPLS", "PlaygroundEnv", "PlaygroundParams", "playground_ids"]
+__all__ = ["IMPLS", "PHYSICS", "PlaygroundEnv", "PlaygroundParams", "playground_ids"]
 
 IMPLS = ("jax",)
 """The physics backends rollax runs Playground's tasks on (Playground's ``impl``; its
 ``"warp"`` is refused, see :class:`PlaygroundEnv`)."""
+
+PHYSICS = "physics"
+"""The key of ``state.info`` that holds an episode's drawn physics under ``randomization_fn``."""
+
+_PHYSICS_STREAM = 0x70687973  # fold_in's data for an episode's physics key, apart from reset's
 
 _MENAGERIE_ENV = "MENAGERIE_ROOT"  # the PyPI mujoco-menagerie package's name for a checkout
 
@@ -189,6 +194,14 @@ class PlaygroundEnv(SuiteEnv):
             giving each environment its own, compiles nothing again. Quantities MuJoCo derives
             from them when it compiles a model (a body's subtree mass, the inverse weights)
             keep their first values, as under Playground's own domain randomization.
+        randomization_fn: Domain randomization drawn anew for every episode: a function in
+            Playground's form, ``(mjx_model, keys (N, 2)) -> (models, in_axes)`` (the model
+            with ``N`` draws of the fields it randomizes, and ``0`` in ``in_axes`` where it
+            did), or ``True`` for the task's own (Playground's robot tasks have one). Every
+            reset draws its episode's physics from a key of its own, on the model with
+            ``params.model`` applied, and the episode steps with it; ``state.info["physics"]``
+            holds it by field name. (Playground's wrapper draws once per environment, for
+            the whole of training.)
         **config: Top-level entries of the config by keyword, as ``config_overrides``.
     """
 
@@ -203,6 +216,7 @@ class PlaygroundEnv(SuiteEnv):
         render_size: tuple[int, int] = (240, 320),
         render_camera: str | int = -1,
         model_params: Sequence[str] = (),
+        randomization_fn: Callable[[Any, jax.Array], tuple[Any, Any]] | bool | None = None,
         **config: Any,
     ) -> None:
         dm_control_suite, locomotion, manipulation = _suites()
@@ -243,6 +257,9 @@ class PlaygroundEnv(SuiteEnv):
         if isinstance(first.obs, Mapping):
             self._observation_space = Dict(dict(self._observation_space))
         self._model_params = _model_params(env_id, self._env.mjx_model, model_params)
+        self._randomize, self._randomized = _randomizer(
+            env_id, self._env.mjx_model, randomization_fn
+        )
         self._render_size = _render_size(render_size)
         self._render_camera = _camera(env_id, self._env.mj_model, render_camera)
         self._renderer = _HostRenderer(self._env.mj_model, self._render_size, self._render_camera)
@@ -255,26 +272,42 @@ class PlaygroundEnv(SuiteEnv):
         )
 
     @contextlib.contextmanager
-    def _physics(self, params: PlaygroundParams) -> Iterator[None]:
-        """Playground's code runs on the model with ``params.model``'s values (while traced)."""
+    def _running_on(self, model: Any) -> Iterator[None]:
+        """Playground's code runs on ``model`` (while it is traced)."""
         first = self._env._mjx_model
-        if params.model:
-            # The attribute Playground's own domain randomization replaces (Brax's wrapper).
-            self._env._mjx_model = first.tree_replace(dict(params.model))
+        # The attribute Playground's own domain randomization replaces (Brax's wrapper).
+        self._env._mjx_model = model
         try:
             with suite_code():
                 yield
         finally:
             self._env._mjx_model = first
 
+    def _model(self, params: PlaygroundParams, physics: Mapping[str, Any] | None) -> Any:
+        """The MJX model with ``params.model`` and then an episode's ``physics`` applied."""
+        model = self._env._mjx_model
+        for values in (params.model, physics):
+            if values:
+                model = model.tree_replace(dict(values))
+        return model
+
     def reset_env(self, key: jax.Array, params: PlaygroundParams) -> Any:
         # Playground's tasks split a raw uint32 key (jax.random.PRNGKey's kind).
         raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-        with self._physics(params):
-            return strong(self._env.reset(raw))
+        model, physics = self._model(params, None), None
+        if self._randomize is not None:
+            # The episode's physics from a key of its own; the task's reset keeps `raw`.
+            draws, _ = self._randomize(model, jax.random.fold_in(raw, _PHYSICS_STREAM)[None])
+            physics = {name: _field(draws, name)[0] for name in self._randomized}
+            model = model.tree_replace(physics)
+        with self._running_on(model):
+            state = strong(self._env.reset(raw))
+        if physics is not None:
+            state = state.replace(info={**state.info, PHYSICS: physics})
+        return state
 
     def step_env(self, state: Any, action: jax.Array, params: PlaygroundParams) -> tuple:
-        with self._physics(params):
+        with self._running_on(self._model(params, state.info.get(PHYSICS))):
             state = strong(self._env.step(state, action))
         return state, jnp.asarray(state.reward, jnp.float32), state.done > 0.5
 
@@ -362,15 +395,57 @@ def _close(drawing: dict) -> None:
         renderer.close()
 
 
+def _field(model: Any, name: str) -> Any:
+    """``model``'s field by dotted name (``"opt.timestep"``); ``None`` when it has none."""
+    for part in name.split("."):
+        model = getattr(model, part, None)
+    return model
+
+
+def _randomizer(env_id: str, model: Any, fn: Any) -> tuple[Any, tuple[str, ...]]:
+    """``randomization_fn`` and the names of the fields it draws (``(None, ())`` for none)."""
+    if fn is None or fn is False:
+        return None, ()
+    if fn is True:
+        from mujoco_playground import registry
+
+        with contextlib.redirect_stdout(io.StringIO()):  # Playground prints when it has none
+            fn = registry.get_domain_randomizer(env_id)
+        if fn is None:
+            raise ValueError(
+                f"randomization_fn=True: Playground has no domain randomizer for "
+                f"playground/{env_id} (its robot tasks have); pass your own, "
+                "(mjx_model, keys) -> (models, in_axes)."
+            )
+    if not callable(fn):
+        raise ValueError(
+            f"randomization_fn={fn!r}: give a function (mjx_model, keys) -> (models, in_axes), "
+            "True for the task's own, or None."
+        )
+    try:
+        with suite_code():
+            _, in_axes = fn(model, jax.random.split(jax.random.PRNGKey(0), 1))
+        paths = jax.tree_util.tree_leaves_with_path(in_axes)
+        names = tuple(".".join(getattr(k, "name", str(k)) for k in path) for path, _ in paths)
+    except Exception as e:
+        raise ValueError(
+            f"randomization_fn: calling it as Playground does, with the model and keys of shape "
+            f"(1, 2), failed ({type(e).__name__}: {e})."
+        ) from e
+    if not names:
+        raise ValueError(
+            "randomization_fn: its in_axes batch no field of the model (no 0 in them)."
+        )
+    return fn, names
+
+
 def _model_params(env_id: str, model: Any, names: Sequence[str]) -> dict[str, np.ndarray]:
     """The named float fields of an MJX model, by name; a ``ValueError`` for any other."""
     if isinstance(names, str):
         raise ValueError(f"model_params={names!r}: give a sequence of names, e.g. ('body_mass',).")
     fields = {}
     for name in names:
-        value = model
-        for part in str(name).split("."):
-            value = getattr(value, part, None)
+        value = _field(model, str(name))
         if not (
             isinstance(value, (np.ndarray, jax.Array)) and jnp.issubdtype(value.dtype, jnp.floating)
         ):
