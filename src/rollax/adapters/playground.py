@@ -189,7 +189,7 @@ class PlaygroundEnv(SuiteEnv):
             (CartpoleBalance has ``"fixed"`` and ``"lookatcart"``), an index, or ``-1``, MuJoCo's
             free camera (the default, as in Playground).
         model_params: Float fields of the task's MJX model to hold in
-            :attr:`PlaygroundParams.model` (``"body_mass"``, ``"geom_friction"``,
+            ``PlaygroundParams.model`` (``"body_mass"``, ``"geom_friction"``,
             ``"dof_damping"``, ``"actuator_gear"``, ``"opt.timestep"``...): changing them, or
             giving each environment its own, compiles nothing again. Quantities MuJoCo derives
             from them when it compiles a model (a body's subtree mass, the inverse weights)
