@@ -97,3 +97,19 @@ def test_the_tensorboard_writer_starts_without_importing_torch_which_imports_aft
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "1.0"]
+
+
+def test_the_command_line_gives_mujoco_an_offscreen_context_without_a_display(monkeypatch):
+    from rollax.cli import offscreen_gl_for_mujoco
+
+    for name in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    offscreen_gl_for_mujoco()
+    assert os.environ.get("MUJOCO_GL") == ("egl" if sys.platform == "linux" else None)
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")  # the user's choice stays
+    offscreen_gl_for_mujoco()
+    assert os.environ["MUJOCO_GL"] == "osmesa"
+    monkeypatch.delenv("MUJOCO_GL")
+    monkeypatch.setenv("DISPLAY", ":0")  # a display: MuJoCo's default context works
+    offscreen_gl_for_mujoco()
+    assert "MUJOCO_GL" not in os.environ

@@ -4,8 +4,6 @@ rollax's time limit with the true final observation."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -180,9 +178,9 @@ def test_model_values_are_params_per_environment_and_never_recompile(tmp_path):
     ckpt.save(0, heavy, {})
     restored, _ = ckpt.restore(jax.eval_shape(lambda: heavy))
     np.testing.assert_array_equal(restored.model["body_mass"], heavy.model["body_mass"])
-    with pytest.raises(ValueError, match="model_params: 'body_parentid' is not a float array"):
+    with pytest.raises(ValueError, match="model_params: 'body_parentid' is not a "):
         rollax.make(f"playground/{TASK}", model_params=("body_parentid",))
-    with pytest.raises(ValueError, match=r"model_params: 'opt\.timestepp' is no field"):
+    with pytest.raises(ValueError, match=r"'opt\.timestepp' is not a data field.*: .*body_mass"):
         rollax.make(f"playground/{TASK}", model_params=("opt.timestepp",))
 
 
@@ -220,6 +218,7 @@ def test_domain_randomization_draws_new_physics_for_every_episode(strategy):
     state, first, later = jax.device_get(masses(jax.random.key(0)))
     drawn = np.concatenate([first[None], later])  # (episodes, environments)
     assert ((drawn >= 0.5) & (drawn <= 2.0)).all()  # the cart weighs 1
+    assert len(np.unique(first)) == 8  # every environment its own first draw
     if strategy == "cached":
         np.testing.assert_array_equal(drawn, np.broadcast_to(first, drawn.shape))
         return
@@ -278,22 +277,6 @@ def test_an_episode_is_recorded_with_mujocos_renderer():
     with pytest.raises(ValueError, match=r"render_size=\(0, 64\): give \(height, width\)"):
         rollax.make(f"playground/{TASK}", render_size=(0, 64))
     assert env.render(env.reset(jax.random.key(2))[0]).shape == (48, 64, 3)
-
-
-def test_the_command_line_gives_mujoco_an_offscreen_context_for_videos(monkeypatch):
-    from rollax.cli import offscreen_gl_for_mujoco
-
-    for name in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY"):
-        monkeypatch.delenv(name, raising=False)
-    offscreen_gl_for_mujoco()
-    assert os.environ.get("MUJOCO_GL") == ("egl" if sys.platform == "linux" else None)
-    monkeypatch.setenv("MUJOCO_GL", "osmesa")  # the user's choice stays
-    offscreen_gl_for_mujoco()
-    assert os.environ["MUJOCO_GL"] == "osmesa"
-    monkeypatch.delenv("MUJOCO_GL")
-    monkeypatch.setenv("DISPLAY", ":0")  # a display: MuJoCo's default context works
-    offscreen_gl_for_mujoco()
-    assert "MUJOCO_GL" not in os.environ
 
 
 def test_the_dm_control_suite_is_listed():

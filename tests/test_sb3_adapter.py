@@ -217,9 +217,6 @@ def test_dict_observations():
     model.learn(32)
 
 
-# tfp-nightly's JAX backend, which SBX imports, uses a deprecated JAX name: not rollax's to fix.
-@pytest.mark.filterwarnings("ignore:jax.core.pytype_aval_mappings is deprecated")
-@pytest.mark.extra("sbx")
 @pytest.mark.extra("playground")
 @pytest.mark.filterwarnings("ignore:JAXopt is no longer maintained")
 @pytest.mark.filterwarnings("ignore:Brax System")
@@ -234,6 +231,9 @@ def test_sb3_trains_on_a_playground_task():
     assert lengths == [50] * 4 and all(0.0 < r <= 50.0 for r in rewards)  # to the time limit
 
 
+# tfp-nightly's JAX backend, which SBX imports, uses a deprecated JAX name: not rollax's to fix.
+@pytest.mark.filterwarnings("ignore:jax.core.pytype_aval_mappings is deprecated")
+@pytest.mark.extra("sbx")
 def test_sbx_runs_on_it():
     import sbx
 

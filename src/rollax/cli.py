@@ -257,8 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     # Before any command starts JAX: where the installed jaxlib's CPU scheduler deadlocks,
     # turn it off (rollax._xla_cpu; a no-op on later jaxlib releases and other backends).
     avoid_cpu_scheduler_deadlock()
-    if getattr(args, "video", None):
-        offscreen_gl_for_mujoco()
+    offscreen_gl_for_mujoco()  # MuJoCo's renderer (Playground's tasks: check, --video)
     # Environments given by import path ("my_envs:Forage") load from the working directory,
     # as under `python -m rollax`, as well as from installed packages.
     if "" not in sys.path and os.getcwd() not in sys.path:
@@ -280,8 +279,9 @@ def offscreen_gl_for_mujoco() -> None:
 
     MuJoCo reads ``MUJOCO_GL`` once, when it is imported, and by default opens a window's
     OpenGL context, which a server or a cluster node lacks. The command line is the process
-    rollax owns, so ``--video`` sets it there (a Playground task's ``render``); a Python
-    program sets it itself. Nothing changes where it is set or where a display is.
+    rollax owns, so it sets it there (a Playground task's ``render``, under ``rollax check``
+    and ``--video``); a Python program sets it itself. Nothing changes where it is set or
+    where a display is.
     """
     if "MUJOCO_GL" in os.environ or sys.platform != "linux":
         return

@@ -29,7 +29,7 @@ the compiled step and are fixed when the environment is built.
 ``render`` draws a state with MuJoCo's own renderer on the host (a ``jax.pure_callback``, so
 it runs under ``jit`` and ``vmap`` like every rollax renderer, one picture at a time). On a
 machine without a display MuJoCo needs ``MUJOCO_GL=egl`` (or ``osmesa``) set before it is
-imported; ``rollax eval --video`` sets ``egl`` itself when nothing is set and no display is.
+imported; rollax's command line sets ``egl`` itself when nothing is set and no display is.
 
 The locomotion and manipulation tasks need MuJoCo Menagerie's robot models, which Playground
 clones from GitHub at first use into its own package folder. rollax never does: pass
@@ -261,6 +261,13 @@ class PlaygroundEnv(SuiteEnv):
             env_id, self._env.mjx_model, randomization_fn
         )
         self._render_size = _render_size(render_size)
+        buffer = self._env.mj_model.vis.global_
+        if self._render_size[0] > buffer.offheight or self._render_size[1] > buffer.offwidth:
+            raise ValueError(
+                f"render_size={render_size!r}: playground/{env_id}'s model draws offscreen at "
+                f"most {buffer.offheight} x {buffer.offwidth} pixels (its visual/global "
+                "offheight and offwidth)."
+            )
         self._render_camera = _camera(env_id, self._env.mj_model, render_camera)
         self._renderer = _HostRenderer(self._env.mj_model, self._render_size, self._render_camera)
 
@@ -293,11 +300,13 @@ class PlaygroundEnv(SuiteEnv):
 
     def reset_env(self, key: jax.Array, params: PlaygroundParams) -> Any:
         # Playground's tasks split a raw uint32 key (jax.random.PRNGKey's kind).
-        raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+        raw = _raw_key(key)
         model, physics = self._model(params, None), None
         if self._randomize is not None:
             # The episode's physics from a key of its own; the task's reset keeps `raw`.
-            draws, _ = self._randomize(model, jax.random.fold_in(raw, _PHYSICS_STREAM)[None])
+            physics_key = _raw_key(jax.random.fold_in(key, _PHYSICS_STREAM))
+            with suite_code():
+                draws, _ = self._randomize(model, physics_key[None])
             physics = {name: _field(draws, name)[0] for name in self._randomized}
             model = model.tree_replace(physics)
         with self._running_on(model):
@@ -319,7 +328,9 @@ class PlaygroundEnv(SuiteEnv):
 
         The pose (``qpos``, the mocap bodies, the applied forces) goes to the host, where MuJoCo
         computes the scene and draws it, as Playground's ``render`` does; under ``vmap`` the
-        pictures are drawn one after another.
+        pictures are drawn one after another. The scene is the task's model as built:
+        ``params.model`` and a randomized episode's physics do not change it (a randomized
+        geometry is drawn at its first size).
         """
         data = state.data
         pose = (data.qpos, data.qvel, data.mocap_pos, data.mocap_quat, data.xfrc_applied)
@@ -332,8 +343,9 @@ class _HostRenderer:
 
     An OpenGL context is current in one thread at a time, and JAX runs a callback on any of
     its threads: so the renderer is made (at the first picture), used and closed in one daemon
-    thread, this object's. It closes there when the environment is collected, or at the
-    interpreter's exit.
+    thread, this object's. It closes there when nothing holds this object any more (the
+    environment and the compiled programs that draw with it), which is mostly at the
+    interpreter's exit; a picture asked for after that is a ``RuntimeError``.
     """
 
     def __init__(self, model: Any, size: tuple[int, int], camera: int) -> None:
@@ -344,6 +356,8 @@ class _HostRenderer:
     def __call__(self, *pose: np.ndarray) -> np.ndarray:
         """uint8 ``(H, W, 3)`` of ``qpos, qvel, mocap_pos, mocap_quat, xfrc_applied``."""
         with self._starting:
+            if self._drawing.get("closed"):
+                raise RuntimeError("MuJoCo's renderer for this environment is closed.")
             if self._jobs is None:
                 self._jobs = queue.SimpleQueue()
                 threading.Thread(
@@ -390,9 +404,15 @@ def _draw(drawing: dict, qpos, qvel, mocap_pos, mocap_quat, xfrc_applied) -> np.
 
 
 def _close(drawing: dict) -> None:
+    drawing["closed"] = True
     renderer, drawing["renderer"] = drawing["renderer"], None
     if renderer is not None:
         renderer.close()
+
+
+def _raw_key(key: jax.Array) -> jax.Array:
+    """A key as raw uint32 data: Playground's tasks split ``jax.random.PRNGKey``'s kind."""
+    return jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
 
 
 def _field(model: Any, name: str) -> Any:
@@ -434,7 +454,8 @@ def _randomizer(env_id: str, model: Any, fn: Any) -> tuple[Any, tuple[str, ...]]
         ) from e
     if not names:
         raise ValueError(
-            "randomization_fn: its in_axes batch no field of the model (no 0 in them)."
+            f"randomization_fn={fn!r}: the in_axes it returns batch no field of the model (no "
+            "0 among them), so it randomizes nothing."
         )
     return fn, names
 
@@ -443,20 +464,24 @@ def _model_params(env_id: str, model: Any, names: Sequence[str]) -> dict[str, np
     """The named float fields of an MJX model, by name; a ``ValueError`` for any other."""
     if isinstance(names, str):
         raise ValueError(f"model_params={names!r}: give a sequence of names, e.g. ('body_mass',).")
+    # The model's array leaves: its other fields are static to MJX (they shape the program).
+    leaves = {
+        ".".join(getattr(k, "name", str(k)) for k in path): leaf
+        for path, leaf in jax.tree_util.tree_leaves_with_path(model)
+    }
+    floats = sorted(
+        n for n, v in leaves.items() if jnp.issubdtype(np.asarray(v).dtype, jnp.floating)
+    )
     fields = {}
     for name in names:
-        value = _field(model, str(name))
-        if not (
-            isinstance(value, (np.ndarray, jax.Array)) and jnp.issubdtype(value.dtype, jnp.floating)
-        ):
-            what = "no field of" if value is None else "not a float array of"
+        if str(name) not in floats:
+            what = "not a float array" if str(name) in leaves else "not a data field"
             raise ValueError(
-                f"model_params: {name!r} is {what} playground/{env_id}'s MJX model (integer "
-                "fields index or size the model and stay fixed). Float fields: body_mass, "
-                "body_inertia, geom_friction, dof_damping, dof_armature, actuator_gear, "
-                "actuator_gainprm, opt.timestep, opt.gravity..."
+                f"model_params: {name!r} is {what} of playground/{env_id}'s MJX model (integer "
+                "fields index or size the model, and MJX holds some float fields as constants "
+                f"of the compiled program). Its float data fields: {', '.join(floats)}."
             )
-        fields[str(name)] = np.asarray(value)
+        fields[str(name)] = np.asarray(leaves[str(name)])
     return fields
 
 
@@ -464,7 +489,11 @@ def _render_size(size: Any) -> tuple[int, int]:
     """``render_size`` as two positive ints; a ``ValueError`` naming what was given."""
     try:
         height, width = (int(v) for v in size)
-        ok = height > 0 and width > 0 and all(float(v) == int(v) for v in size)
+        ok = (
+            height > 0
+            and width > 0
+            and all(float(v) == int(v) and not isinstance(v, bool) for v in size)
+        )
     except (TypeError, ValueError):
         ok = False
     if not ok:
@@ -482,10 +511,10 @@ def _camera(env_id: str, model: Any, camera: Any) -> int:
     if isinstance(camera, (int, np.integer)) and not isinstance(camera, bool):
         if -1 <= camera < model.ncam:
             return int(camera)
+    cameras = f"{', '.join(map(repr, names))} (or their indices 0 to {model.ncam - 1})"
     raise ValueError(
         f"render_camera={camera!r}: playground/{env_id}'s cameras are "
-        f"{', '.join(map(repr, names)) or 'none'} (or their indices 0 to {model.ncam - 1}), "
-        "or -1 for MuJoCo's free camera."
+        f"{cameras if names else 'none'}, or -1 for MuJoCo's free camera."
     )
 
 
@@ -500,7 +529,7 @@ def _renderer(model: Any, height: int, width: int) -> Any:
         raise RuntimeError(
             f"MuJoCo cannot render here (MUJOCO_GL={gl!r}; {type(e).__name__}: {e}). On a "
             "machine without a display, set MUJOCO_GL=egl (or osmesa) before mujoco is "
-            "imported; rollax eval --video does so itself. The picture must also fit MuJoCo's "
+            "imported; rollax's command line does so itself. The picture must also fit MuJoCo's "
             "offscreen buffer (the model's visual/global offwidth and offheight)."
         ) from e
 
