@@ -61,27 +61,36 @@ def test_steps_like_playground_itself():
     assert not bool(np.asarray(mine[1][2]).any())  # a balanced pole does not end
 
 
+def _one_step_episodes(env, read, episodes=7):
+    """Episodes of one step each from key 0, so that every step resets every environment.
+
+    Returns the last state, each step's ``truncated`` ``(episodes - 1, num_envs)``, and
+    ``read(state)`` at every episode's start, stacked ``(episodes, ...)``.
+    """
+    params = env.default_params.replace(max_episode_steps=1)
+
+    @jax.jit
+    def run(key):
+        state, _ = env.reset(key, params)
+
+        def step(state, key):
+            state, ts = env.step(state, env.sample_actions(key), params)
+            return state, (ts.truncated, read(state))
+
+        last, (truncated, later) = jax.lax.scan(step, state, jax.random.split(key, episodes - 1))
+        return last, truncated, jnp.concatenate([read(state)[None], later])
+
+    return jax.device_get(run(jax.random.key(0)))
+
+
 @pytest.mark.parametrize("strategy", [s for s in RESET_STRATEGIES if s != "cached"])
 def test_every_episode_starts_fresh_under_every_strategy(strategy):
     # One-step episodes: every step resets every environment. The cart's position and the
     # pole's angle are drawn at every reset, so a reused reset key would repeat a start.
     env = rollax.make(f"playground/{TASK}", num_envs=8, reset_strategy=strategy)
-    params = env.default_params.replace(max_episode_steps=1)
-
-    @jax.jit
-    def starts(key):
-        state, _ = env.reset(key, params)
-
-        def step(state, key):
-            state, ts = env.step(state, env.sample_actions(key), params)
-            return state, (ts.truncated, state.core.data.qpos)
-
-        first = state.core.data.qpos
-        return first, jax.lax.scan(step, state, jax.random.split(key, 6))[1]
-
-    first, (truncated, later) = jax.device_get(starts(jax.random.key(0)))
+    _, truncated, starts = _one_step_episodes(env, lambda state: state.core.data.qpos)
     assert truncated.all()
-    qpos = np.concatenate([first, later.reshape(-1, first.shape[-1])])
+    qpos = starts.reshape(-1, starts.shape[-1])
     assert len(np.unique(qpos, axis=0)) == len(qpos) == 8 * 7
 
 
@@ -203,20 +212,8 @@ def test_domain_randomization_draws_new_physics_for_every_episode(strategy):
         f"playground/{TASK}", num_envs=8, reset_strategy=strategy, randomization_fn=_cart_mass
     )
     params = env.default_params.replace(max_episode_steps=1)
-
-    @jax.jit
-    def masses(key):
-        state, _ = env.reset(key, params)
-
-        def step(state, key):
-            state, _ = env.step(state, env.sample_actions(key), params)
-            return state, state.core.info[PHYSICS]["body_mass"][:, 1]
-
-        first = state.core.info[PHYSICS]["body_mass"][:, 1]
-        return state, first, jax.lax.scan(step, state, jax.random.split(key, 6))[1]
-
-    state, first, later = jax.device_get(masses(jax.random.key(0)))
-    drawn = np.concatenate([first[None], later])  # (episodes, environments)
+    state, _, drawn = _one_step_episodes(env, lambda s: s.core.info[PHYSICS]["body_mass"][:, 1])
+    first = drawn[0]  # drawn: (episodes, environments)
     assert ((drawn >= 0.5) & (drawn <= 2.0)).all()  # the cart weighs 1
     assert len(np.unique(first)) == 8  # every environment its own first draw
     if strategy == "cached":
