@@ -25,6 +25,11 @@ pqn:gymnax/<game>-MinAtar       1,048,576 steps      rejax 0.1.3's PQN with pure
                                                      settings (``pqn_minatar.yaml``)
 td3:Pendulum-v1                 the preset's budget  rejax 0.1.3's TD3 with its own
                                                      ``configs/gymnax/pendulum.yaml`` settings
+playground/CartpoleBalance      the preset's budget  Brax's PPO as MuJoCo Playground trains it:
+                                                     Playground's published settings, its Brax
+                                                     wrapper; counts where its IQM reaches 900
+fresh-vs-cached:playground/     the preset's budget  rollax's same preset with the cached reset
+CartpoleBalance                                      (Playground's default): does freshness pay?
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
@@ -66,7 +71,11 @@ The last line printed is one JSON object with every figure.
 
 By default the rows whose peer is another library run (MinAtar, Brax, the classic tasks);
 the suites' rows run when ``--tasks`` names them (Craftax's takes about 90 minutes at 10
-seeds on 2 CPU cores, most of it the authors' settings).
+seeds on 2 CPU cores, most of it the authors' settings), and so do Playground's (the
+``playground`` extra). Playground's published PPO settings are a GPU's: 2,048 environments
+and 16 epochs of 32 minibatches of 1,024, 983,040 steps an iteration. On 2 CPU cores one
+seed of them did not finish its first 2M steps in 14 minutes, so that row is for a GPU; a
+``--budget`` under 20,480 shrinks its batch for a quick check, as for Brax's row.
 
 Usage:
     python benchmarks/returns.py [--tasks TASK ...] [--seeds 10] [--episodes 64] [--reps 5000]
@@ -218,6 +227,7 @@ CRAFTAX = "craftax/Craftax-Classic-Symbolic-v1"
 # (solved). MountainCarContinuous: a run that found the goal ends near 90, one that never did
 # near 0.
 MINATAR_THRESHOLDS = {"Breakout": 15.0}
+PLAYGROUND_CARTPOLE = "playground/CartpoleBalance"
 CLASSIC_THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCarContinuous-v0": 50.0}
 
 
@@ -242,10 +252,16 @@ class Row:
     runs split that way (``None``: no such split)."""
     algo: str = "ppo"
     """rollax's agent, and the peer's (``"ppo"``, ``"pqn"`` or ``"td3"``)."""
+    comparable_at: float | None = None
+    """The IQM the peer must reach for the row to count: below it the verdict is "not
+    comparable at this budget" and the row gives both figures (``None``: every row counts)."""
 
     @property
     def name(self) -> str:
-        """The row's name: the task for PPO's rows, ``"<algo>:<task>"`` for the others."""
+        """The row's name: the task for PPO's rows, ``"<algo>:<task>"`` for the other agents,
+        ``"fresh-vs-cached:<task>"`` for the comparison of reset strategies."""
+        if self.peer == "cached":
+            return f"fresh-vs-cached:{self.task}"
         return self.task if self.algo == "ppo" else f"{self.algo}:{self.task}"
 
 
@@ -281,6 +297,8 @@ ROWS = [
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
     *(_pqn_row(task, settings) for task, settings in REJAX_PQN.items()),
     *(Row(task, "rejax", task, s, None, None, "td3") for task, s in REJAX_TD3.items()),
+    Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, comparable_at=900.0),
+    Row(PLAYGROUND_CARTPOLE, "cached", PLAYGROUND_CARTPOLE, {"reset_strategy": "cached"}),
 ]
 
 
@@ -311,13 +329,29 @@ def authors_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, A
     return ppo_run(PPOConfig(**row.peer_settings), row.task, budget, seeds, episodes)
 
 
+def cached_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """rollax's own agent and preset with ``row.peer_settings`` as environment options (the
+    cached reset: every episode of an environment starts where its first did, as Playground's
+    Brax wrapper does by default). Evaluated as every row is, on episodes from fresh initial
+    states."""
+    preset = presets(row.algo)[row.task]
+    return ppo_run(preset, row.task, budget, seeds, episodes, row.algo, **row.peer_settings)
+
+
 def ppo_run(
-    preset: Any, task: str, budget: int, seeds: int, episodes: int, algo: str = "ppo"
+    preset: Any,
+    task: str,
+    budget: int,
+    seeds: int,
+    episodes: int,
+    algo: str = "ppo",
+    **make_options: Any,
 ) -> dict[str, Any]:
     """rollax's PPO (or another ``algo``) with ``preset`` on ``task`` for ``budget`` steps
     per seed (whole iterations: rollouts, or vectorized steps), ``seeds`` seeds trained
     together in one program (``num_seeds``: each seed's key split from ``key(0)``; rejax's
-    seeds are ``key(0)`` to ``key(seeds - 1)``)."""
+    seeds are ``key(0)`` to ``key(seeds - 1)``), the environment built with
+    ``make_options``."""
     from rollax.training import get_algorithm
 
     unit = preset.steps_per_iteration
@@ -326,7 +360,7 @@ def ppo_run(
     jax.clear_caches()
     with Timed() as t:
         with Timed() as compile_t:
-            agent = get_algorithm(algo).make(config, task)
+            agent = get_algorithm(algo).make(config, task, **make_options)
             agent.warmup()
         state = agent.init(jax.random.key(0))
         state, _ = agent.run(state, steps)
@@ -523,7 +557,51 @@ def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]
     return runs_report(np.asarray(returns), wall_s, None, int(final["step"]), seeds)
 
 
-PEERS = {"rejax": rejax_run, "brax": brax_run, "authors": authors_run, "random": random_run}
+def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """Brax's PPO as MuJoCo Playground trains its DM Control tasks: Playground's published
+    settings (``dm_control_suite_params.brax_ppo_config``, Brax's default networks) on its
+    own environment (MJX, ``impl="jax"``, as rollax's) through ``wrap_for_brax_training``,
+    the cached reset and all; seed after seed, its final evaluation not timed."""
+    from brax.training.agents.ppo import train as ppo
+    from mujoco_playground import registry, wrapper
+    from mujoco_playground.config import dm_control_suite_params
+
+    _replicate_shim()
+    published = dm_control_suite_params.brax_ppo_config(row.peer_env)
+    settings = {k: v for k, v in published.items() if k not in ("num_timesteps", "num_evals")}
+    if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
+        settings.update(num_envs=16, batch_size=16, num_minibatches=4, unroll_length=8)
+    env_config = registry.get_default_config(row.peer_env)
+    env_config["impl"] = "jax"
+    returns, wall_s = [], 0.0
+    for seed in range(seeds):
+        final: dict[str, Any] = {}
+        jax.clear_caches()
+        with Timed() as t:
+            ppo.train(
+                environment=registry.load(row.peer_env, config=env_config),
+                wrap_env_fn=wrapper.wrap_for_brax_training,
+                num_timesteps=budget,
+                num_evals=1,
+                num_eval_envs=episodes,
+                deterministic_eval=False,
+                seed=seed,
+                progress_fn=lambda step, m: final.update(step=step, **m),  # noqa: B023
+                **settings,
+            )
+        wall_s += t.seconds - float(final.get("eval/epoch_eval_time", 0.0))
+        returns.append(float(final["eval/episode_reward"]))
+    return runs_report(np.asarray(returns), wall_s, None, int(final["step"]), seeds)
+
+
+PEERS = {
+    "rejax": rejax_run,
+    "brax": brax_run,
+    "playground": playground_run,
+    "authors": authors_run,
+    "random": random_run,
+    "cached": cached_run,
+}
 
 
 # ---------------------------------------------------------------------------- table
@@ -537,11 +615,12 @@ def run_row(row: Row, budget: int, seeds: int, episodes: int, reps: int) -> dict
         "peer_env": row.peer_env,
         "seeds": seeds,
         "threshold": row.threshold,
+        "comparable_at": row.comparable_at,
     }
     for name, fn in ((row.peer, PEERS[row.peer]), ("rollax", rollax_run)):
         report[name] = fn(row, budget, seeds, episodes)
         print(f"{row.name} {name}: {describe(report[name])}", flush=True)
-    report.update(compare(report, row.peer, row.threshold, reps))
+    report.update(compare(report, row.peer, row.threshold, reps, row.comparable_at))
     return report
 
 
@@ -576,11 +655,16 @@ def seeds_above(returns: list[float], threshold: float | None) -> int | None:
 
 
 def compare(
-    report: dict[str, Any], peer_name: str, threshold: float | None, reps: int
+    report: dict[str, Any],
+    peer_name: str,
+    threshold: float | None,
+    reps: int,
+    comparable_at: float | None = None,
 ) -> dict[str, Any]:
     """The statistics of one row (``report``: :func:`run_row`'s, with both libraries' runs):
     each library's IQM over its seeds, the IQM difference and the probability of
-    improvement, each with its interval (:func:`interval_estimates`), the :func:`verdict`,
+    improvement, each with its interval (:func:`interval_estimates`), the :func:`verdict`
+    ("not comparable at this budget" where the peer's IQM stays below ``comparable_at``),
     the seeds above the threshold and the ratio of wall time per seed."""
     from rliable import metrics
 
@@ -600,7 +684,11 @@ def compare(
         "iqm": iqm,
         "iqm_difference": difference,
         "probability_of_improvement": improvement["p"],
-        "verdict": verdict(improvement["p"], difference),
+        "verdict": (
+            "not comparable at this budget"
+            if comparable_at is not None and iqm[peer_name][0] < comparable_at
+            else verdict(improvement["p"], difference)
+        ),
         "above_threshold": {
             "rollax": seeds_above(mine["returns"], threshold),
             peer_name: seeds_above(peer["returns"], threshold),
@@ -653,7 +741,7 @@ def restate(saved: Path, reps: int) -> None:
     computed again from its runs with ``reps`` resamples."""
     report = json.loads(saved.read_text().strip().splitlines()[-1])
     for r in report["results"].values():
-        r.update(compare(r, r["peer"], r["threshold"], reps))
+        r.update(compare(r, r["peer"], r["threshold"], reps, r.get("comparable_at")))
     report["args"]["reps"] = reps
     print_table(report["results"])
     print(json.dumps(report))
