@@ -29,7 +29,7 @@ playground/CartpoleBalance      the preset's budget  Brax's PPO as MuJoCo Playgr
                                                      Playground's published settings, its Brax
                                                      wrapper; counts where its IQM reaches 900
 fresh-vs-cached:playground/     the preset's budget  rollax's same preset with the cached reset
-CartpoleBalance                                      (Playground's default): does freshness pay?
+CartpoleBalance                                      (Playground's wrapper): does freshness pay?
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
@@ -238,9 +238,11 @@ class Row:
     task: str
     """rollax's id (and the preset's key)."""
     peer: str
-    """``"rejax"``, ``"brax"``, ``"authors"`` (the suite authors' PPO settings, run by
-    rollax's PPO) or ``"random"`` (a uniform random policy, where no peer trains on the
-    suite: the floor learning must clear)."""
+    """``"rejax"``, ``"brax"``, ``"playground"`` (Brax's PPO as MuJoCo Playground trains the
+    task), ``"authors"`` (the suite authors' PPO settings, run by rollax's PPO),
+    ``"random"`` (a uniform random policy, where no peer trains on the suite: the floor
+    learning must clear) or ``"cached"`` (rollax's own preset with the environment options
+    of ``peer_settings``: the fresh-versus-cached comparison)."""
     peer_env: str
     """The peer's id of the same task (gymnax's or Brax's; rollax's for the others)."""
     peer_settings: dict
@@ -571,6 +573,14 @@ def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str
     settings = {k: v for k, v in published.items() if k not in ("num_timesteps", "num_evals")}
     if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
         settings.update(num_envs=16, batch_size=16, num_minibatches=4, unroll_length=8)
+    # Brax trains at least one iteration (983,040 steps with the published batch) between two
+    # of its num_resets_per_eval resets: no more resets than whole iterations fit the budget,
+    # which Brax then rounds up to whole iterations.
+    iteration = (settings["batch_size"] * settings["num_minibatches"]
+                 * settings["unroll_length"] * settings["action_repeat"])  # fmt: skip
+    settings["num_resets_per_eval"] = min(
+        settings["num_resets_per_eval"], max(budget // iteration, 1)
+    )
     env_config = registry.get_default_config(row.peer_env)
     env_config["impl"] = "jax"
     returns, wall_s = [], 0.0
