@@ -528,24 +528,22 @@ def _replicate_shim() -> None:
     jax.device_put_replicated = device_put_replicated
 
 
-def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """Brax's PPO with its published settings, seed after seed (its ``train`` runs a whole
-    training loop in Python and cannot be mapped over keys); its final evaluation is not
-    timed."""
-    from brax import envs
+def brax_seeds(
+    make_env: Any, settings: dict, budget: int, seeds: int, episodes: int, **train: Any
+) -> dict[str, Any]:
+    """Brax's PPO on a fresh ``make_env()`` for each seed, seed after seed (its ``train`` runs
+    a whole training loop in Python and cannot be mapped over keys), with ``settings`` and
+    ``train`` as its arguments; its final evaluation is not timed."""
     from brax.training.agents.ppo import train as ppo
 
     _replicate_shim()
-    settings = dict(row.peer_settings)
-    if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
-        settings.update(num_envs=16, batch_size=16, num_minibatches=4)
     returns, wall_s = [], 0.0
     for seed in range(seeds):
         final: dict[str, Any] = {}
         jax.clear_caches()
         with Timed() as t:
             ppo.train(
-                environment=envs.get_environment(row.peer_env),
+                environment=make_env(),
                 num_timesteps=budget,
                 num_evals=1,
                 num_eval_envs=episodes,
@@ -553,22 +551,31 @@ def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]
                 seed=seed,
                 progress_fn=lambda step, m: final.update(step=step, **m),  # noqa: B023
                 **settings,
+                **train,
             )
         wall_s += t.seconds - float(final.get("eval/epoch_eval_time", 0.0))
         returns.append(float(final["eval/episode_reward"]))
     return runs_report(np.asarray(returns), wall_s, None, int(final["step"]), seeds)
 
 
+def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """Brax's PPO with its published settings on Brax's own environment (:func:`brax_seeds`)."""
+    from brax import envs
+
+    settings = dict(row.peer_settings)
+    if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
+        settings.update(num_envs=16, batch_size=16, num_minibatches=4)
+    return brax_seeds(lambda: envs.get_environment(row.peer_env), settings, budget, seeds, episodes)
+
+
 def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """Brax's PPO as MuJoCo Playground trains its DM Control tasks: Playground's published
-    settings (``dm_control_suite_params.brax_ppo_config``, Brax's default networks) on its
-    own environment (MJX, ``impl="jax"``, as rollax's) through ``wrap_for_brax_training``,
-    the cached reset and all; seed after seed, its final evaluation not timed."""
-    from brax.training.agents.ppo import train as ppo
+    """Brax's PPO as MuJoCo Playground trains its DM Control tasks (:func:`brax_seeds`):
+    Playground's published settings (``dm_control_suite_params.brax_ppo_config``, Brax's
+    default networks) on its own environment (MJX, ``impl="jax"``, as rollax's) through
+    ``wrap_for_brax_training``, the cached reset and all."""
     from mujoco_playground import registry, wrapper
     from mujoco_playground.config import dm_control_suite_params
 
-    _replicate_shim()
     published = dm_control_suite_params.brax_ppo_config(row.peer_env)
     settings = {k: v for k, v in published.items() if k not in ("num_timesteps", "num_evals")}
     if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
@@ -583,25 +590,14 @@ def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str
     )
     env_config = registry.get_default_config(row.peer_env)
     env_config["impl"] = "jax"
-    returns, wall_s = [], 0.0
-    for seed in range(seeds):
-        final: dict[str, Any] = {}
-        jax.clear_caches()
-        with Timed() as t:
-            ppo.train(
-                environment=registry.load(row.peer_env, config=env_config),
-                wrap_env_fn=wrapper.wrap_for_brax_training,
-                num_timesteps=budget,
-                num_evals=1,
-                num_eval_envs=episodes,
-                deterministic_eval=False,
-                seed=seed,
-                progress_fn=lambda step, m: final.update(step=step, **m),  # noqa: B023
-                **settings,
-            )
-        wall_s += t.seconds - float(final.get("eval/epoch_eval_time", 0.0))
-        returns.append(float(final["eval/episode_reward"]))
-    return runs_report(np.asarray(returns), wall_s, None, int(final["step"]), seeds)
+    return brax_seeds(
+        lambda: registry.load(row.peer_env, config=env_config),
+        settings,
+        budget,
+        seeds,
+        episodes,
+        wrap_env_fn=wrapper.wrap_for_brax_training,
+    )
 
 
 PEERS = {
