@@ -23,8 +23,10 @@ pqn:CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its 
                                                      ``configs/gymnax/cartpole.yaml`` settings
 pqn:gymnax/<game>-MinAtar       1,048,576 steps      rejax 0.1.3's PQN with purejaxql's MinAtar
                                                      settings (``pqn_minatar.yaml``)
-td3:Pendulum-v1                 the preset's budget  rejax 0.1.3's TD3 with its own
-                                                     ``configs/gymnax/pendulum.yaml`` settings
+td3:Pendulum-v1,                the preset's budget  rejax 0.1.3's TD3 with its own
+MountainCarContinuous-v0                             ``configs/gymnax/<task>.yaml`` settings
+td3:brax/inverted_pendulum      the preset's budget  rejax 0.1.3's TD3 with rollax's preset (rejax
+                                                     ships none), on rejax's Brax adapter
 playground/CartpoleBalance      the preset's budget  Brax's PPO as MuJoCo Playground trains it:
                                                      Playground's published settings, its Brax
                                                      wrapper; counts where its IQM reaches 900
@@ -160,13 +162,27 @@ _PQN_MINATAR = dict(
     td_lambda=0.65,
     normalize_observations=False,
 )
-# rejax's own TD3 settings, configs/gymnax/pendulum.yaml (total_timesteps and eval_freq
-# aside): the same as rollax's Pendulum preset.
+# rejax's own TD3 settings, configs/gymnax/<task>.yaml (total_timesteps and eval_freq
+# aside; Pendulum's are also rollax's preset), and for Brax's inverted_pendulum (rejax ships
+# none) rollax's preset in rejax's names, on rejax's own Brax adapter (rejax.compat); rejax's
+# TD3 fixes its networks at 64 x 64 (the preset's are 128 x 128).
 REJAX_TD3 = {
     "Pendulum-v1": dict(
         actor_kwargs={"activation": "swish"}, critic_kwargs={"activation": "swish"},
         num_envs=1, buffer_size=10_000, fill_buffer=1_000, batch_size=100, learning_rate=1e-3,
         num_epochs=1, gamma=0.99, polyak=0.95, max_grad_norm=100, exploration_noise=0.3,
+        target_noise=0.2, target_noise_clip=0.5, policy_delay=2, normalize_observations=True,
+    ),
+    "MountainCarContinuous-v0": dict(
+        actor_kwargs={"activation": "relu"}, critic_kwargs={"activation": "relu"},
+        buffer_size=10_000, fill_buffer=1_000, batch_size=100, learning_rate=2e-3, gamma=0.98,
+        polyak=0.995, max_grad_norm=10, exploration_noise=0.2, target_noise=0.2,
+        target_noise_clip=0.5, policy_delay=2,
+    ),
+    "brax/inverted_pendulum": dict(
+        actor_kwargs={"activation": "relu"}, critic_kwargs={"activation": "relu"}, num_envs=16,
+        buffer_size=98_304, fill_buffer=4_096, batch_size=256, learning_rate=3e-4,
+        num_epochs=8, gamma=0.99, polyak=0.995, max_grad_norm=100, exploration_noise=0.1,
         target_noise=0.2, target_noise_clip=0.5, policy_delay=2, normalize_observations=True,
     ),
 }  # fmt: skip
@@ -298,7 +314,10 @@ ROWS = [
     Row("jumanji/Snake-v1", "random", "jumanji/Snake-v1", {}),
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
     *(_pqn_row(task, settings) for task, settings in REJAX_PQN.items()),
-    *(Row(task, "rejax", task, s, None, None, "td3") for task, s in REJAX_TD3.items()),
+    *(
+        Row(task, "rejax", task, s, None, CLASSIC_THRESHOLDS.get(task), "td3")
+        for task, s in REJAX_TD3.items()
+    ),
     Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, comparable_at=900.0),
     Row(PLAYGROUND_CARTPOLE, "cached", PLAYGROUND_CARTPOLE, {"reset_strategy": "cached"}),
 ]
@@ -475,14 +494,22 @@ def achievements(unlocked: np.ndarray) -> dict[str, Any]:
 
 
 def rejax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """rejax's agent (``row.algo``: PPO or PQN) with the row's settings on gymnax's
-    environment: its ``train`` mapped over the seeds' keys (``jax.vmap``) in one program,
-    and evaluated the same way."""
+    """rejax's agent (``row.algo``: PPO, PQN or TD3) with the row's settings on gymnax's
+    environment (another suite's through ``rejax.compat``): its ``train`` mapped over the
+    seeds' keys (``jax.vmap``) in one program, and evaluated the same way."""
     import gymnax
     import rejax
     from rejax.evaluate import evaluate
 
-    env, env_params = gymnax.make(row.peer_env)
+    if "/" in row.peer_env:  # another suite, through rejax's own adapter of it
+        from rejax.compat import create
+
+        env, env_params = create(row.peer_env)
+        # rejax 0.1.3's adapter predates gymnax 1.0's time limit check (``state.time``), which
+        # Brax's states lack: Brax's own episode wrapper ends episodes at their limit.
+        env.is_truncated = lambda state, params: jnp.zeros((), jnp.bool_)
+    else:
+        env, env_params = gymnax.make(row.peer_env)
     env = FiveValueStep(env)
     algo = getattr(rejax, row.algo.upper()).create(
         env=env,

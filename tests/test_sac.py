@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from _exploration import assert_red_noise, run_and_record_noise
 from rollax.agents.sac import (
     SACConfig,
     make_sac,
@@ -168,15 +169,8 @@ def test_correlated_exploration_keeps_the_policy_distribution_and_persists():
         num_envs=64, total_steps=2048, buffer_size=2048, exploration_correlation=0.9
     )
     agent = make_sac(config, "Pendulum-v1")
-    state = agent.init(jax.random.key(0))
-    noises = []
-    for _ in range(40):
-        state, _ = agent.run(state, config.steps_per_iteration)
-        noises.append(np.asarray(state.explore[0, 0, :, 0]))
-    noise = np.stack(noises)  # (steps, envs)
-    assert abs(noise.mean()) < 0.1 and abs(noise.std() - 1.0) < 0.1
-    lag1 = np.corrcoef(noise[:-1].ravel(), noise[1:].ravel())[0, 1]
-    assert abs(lag1 - 0.9) < 0.05, lag1
+    _, noise = run_and_record_noise(agent, agent.init(jax.random.key(0)), 40)
+    assert_red_noise(noise, 0.9)
     assert make_sac(PROBE, "Pendulum-v1").init(jax.random.key(0)).explore is None
     with pytest.raises(ValueError, match=r"exploration_correlation=1.0 must lie in \[0, 1\)"):
         make_sac(PROBE.replace(exploration_correlation=1.0), "Pendulum-v1")

@@ -1,6 +1,6 @@
 """TD3: target smoothing, the clipped double-Q target and the C51 projection against
 step-by-step references, the truncation probe's infinite-horizon value (scalar and
-distributional critics), delayed actor updates, Pendulum, bad input."""
+distributional critics), delayed actor updates, correlated exploration, Pendulum, bad input."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from _exploration import assert_red_noise, run_and_record_noise
 from rollax.agents._distributional import Support
 from rollax.agents.td3 import PRESETS, TD3Config, make_td3, smoothed_action, td3_target
 from rollax.envs import VecEnv
@@ -117,6 +118,32 @@ def test_the_actor_and_the_targets_move_every_policy_delay_steps():
     assert same(first.params["actor"], start.params["actor"]) and same(first.target, start.target)
     assert not same(second.params["actor"], first.params["actor"])
     assert not same(second.target, first.target)
+
+
+def test_correlated_exploration_moves_the_actor_s_actions_by_red_noise():
+    # exploration_correlation: the actor acts from the first step, moved by noise of
+    # exploration_noise half ranges that follows an AR(1) process with a standard normal
+    # marginal. No learning here (learning_starts beyond the budget): the actor is fixed,
+    # and each stored action is its action plus the noise the state held after that step.
+    config = PROBE.replace(
+        num_envs=64, total_steps=64 * 40, buffer_size=64 * 48, learning_starts=64 * 48,
+        exploration_noise=0.1, exploration_correlation=0.9,
+    )  # fmt: skip
+    env = VecEnv(Probe("action", continuous=True), config.num_envs)
+    agent = make_td3(config, env)
+    state = agent.init(jax.random.key(0))
+    obs = jax.tree.map(lambda x: x[None], state.obs[0, 0])  # one seed's observations
+    actor_action = np.asarray(agent.policy.act(state, obs, (), None, jax.random.key(0), True)[0])
+    state, noise = run_and_record_noise(agent, state, 40)  # noise: (steps, envs)
+    assert_red_noise(noise, 0.9)
+    stored = np.asarray(state.buffer.data.action[0, 0, :, :40, 0]).T  # (steps, envs)
+    low, high = env.action_space.low, env.action_space.high
+    expected = np.clip(actor_action[0, :, 0] + noise * 0.1 * 0.5 * (high - low), low, high)
+    np.testing.assert_allclose(stored, expected, atol=1e-6)
+    probe = VecEnv(Probe("action", continuous=True), PROBE.num_envs)
+    assert make_td3(PROBE, probe).init(jax.random.key(0)).explore is None
+    with pytest.raises(ValueError, match=r"exploration_correlation=1.0 must lie in \[0, 1\)"):
+        make_td3(PROBE.replace(exploration_correlation=1.0), "Pendulum-v1")
 
 
 @pytest.mark.slow

@@ -1,7 +1,11 @@
-"""What the agents of continuous actions share (SAC, TD3): the box they act in."""
+"""What the agents of continuous actions share (SAC, TD3).
+
+The box they act in, and the correlated noise they may explore with.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import jax
@@ -10,10 +14,18 @@ import jax.numpy as jnp
 from rollax.agents._offpolicy import LAYOUT, OffPolicyState, observe_for_policy
 from rollax.envs import VecEnv
 from rollax.spaces import Box, is_image_key
-from rollax.training import SEED, Layout, stretch_schedule
+from rollax.training import SEED, Layout, ShardStart, stretch_schedule
 from rollax.types import PRNGKey
 
-__all__ = ["ActionBox", "action_box", "critic_values", "image_shapes", "stretch_learner_schedule"]
+__all__ = [
+    "ActionBox",
+    "RedNoise",
+    "action_box",
+    "critic_values",
+    "image_shapes",
+    "red_noise",
+    "stretch_learner_schedule",
+]
 
 
 class ActionBox(NamedTuple):
@@ -52,8 +64,55 @@ class ActionBox(NamedTuple):
 
     def noise(self, key: PRNGKey, shape: tuple[int, ...], scale: jax.Array) -> jax.Array:
         """Gaussian noise of ``scale`` half ranges of each action, float32 ``shape``."""
-        low, high = self.bounds(shape)
-        return jax.random.normal(key, shape, jnp.float32) * scale * 0.5 * (high - low)
+        return self.spread(jax.random.normal(key, shape, jnp.float32), scale)
+
+    def spread(self, unit: jax.Array, scale: jax.Array) -> jax.Array:
+        """Standard normal ``unit`` noise (``(..., action_dim)``) in ``scale`` half ranges."""
+        low, high = self.bounds(unit.shape)
+        return unit * scale * 0.5 * (high - low)
+
+
+class RedNoise(NamedTuple):
+    """Exploration noise correlated in time (red noise).
+
+    For each environment and action dimension an AR(1) process
+    ``x' = rho * x + sqrt(1 - rho**2) * e`` with ``e ~ N(0, 1)``, whose marginal stays the
+    standard normal. The state is the last noise of each of a shard's environments, float32
+    ``(num_envs // num_shards, action_dim)`` (``OffPolicyState.explore``).
+
+    Attributes:
+        correlation: ``rho``, in (0, 1).
+        shape: ``(num_envs // num_shards, action_dim)``.
+        sharded: Whether the seed's environments are split over shards (each shard then
+            draws its own first noise).
+    """
+
+    correlation: float
+    shape: tuple[int, int]
+    sharded: bool
+
+    def init(self, key: PRNGKey, start: ShardStart) -> jax.Array:
+        """A shard's first noise, from the learner's key (and the shard's index)."""
+        key = jax.random.fold_in(key, 1)
+        if self.sharded:
+            key = jax.random.fold_in(key, start.shard)
+        return jax.random.normal(key, self.shape, jnp.float32)
+
+    def advance(self, noise: jax.Array, key: PRNGKey) -> jax.Array:
+        """The next step's noise, float32 like ``noise``."""
+        fresh = jax.random.normal(key, noise.shape, jnp.float32)
+        rho = self.correlation
+        return rho * noise + math.sqrt(1.0 - rho**2) * fresh
+
+
+def red_noise(config: Any, env: VecEnv, box: ActionBox) -> RedNoise | None:
+    """The correlated noise of ``config.exploration_correlation`` for one shard's ``env``.
+
+    ``None`` at 0: independent noise, and no exploration state.
+    """
+    if config.exploration_correlation <= 0:
+        return None
+    return RedNoise(config.exploration_correlation, (env.num_envs, box.dim), config.num_shards > 1)
 
 
 def action_box(who: str, env: VecEnv, other: str) -> ActionBox:

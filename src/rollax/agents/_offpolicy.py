@@ -89,8 +89,8 @@ class OffPolicyState:
     Attributes:
         learner: The agent's learner state (networks, targets, optimizers, hyperparameters),
             per seed.
-        explore: The exploration state of each shard's environments (SAC's correlated
-            noise), per shard; ``None`` for agents without one.
+        explore: The exploration state of each shard's environments (the correlated noise
+            of SAC and TD3), per shard; ``None`` for agents without one.
         buffer: Each shard's replay (a :class:`~rollax.buffers.BufferState`).
         obs_stats: Running observation statistics, per seed (used with ``normalize_obs``).
         env_state: Each shard's environments.

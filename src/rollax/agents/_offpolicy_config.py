@@ -1,4 +1,7 @@
-"""The configuration every off-policy agent shares (DQN's and SAC's), each field documented.
+"""The configuration every off-policy agent shares, each field documented.
+
+DQN's, SAC's and TD3's, and what the agents of continuous actions add to it (correlated
+exploration).
 
 An off-policy configuration derives from :class:`OffPolicyConfig` and adds its own fields;
 where its defaults differ, :func:`rollax.training.with_defaults` sets them without declaring
@@ -15,7 +18,7 @@ from rollax.networks import Activation
 from rollax.training import OptimizerConfig, ScaleConfig, check_budget, with_defaults
 from rollax.training._validate import check_activation, check_fields, check_replay, check_widths
 
-__all__ = ["OffPolicyConfig"]
+__all__ = ["CorrelatedExplorationConfig", "OffPolicyConfig"]
 
 C = TypeVar("C")
 
@@ -38,8 +41,8 @@ class OffPolicyConfig(OptimizerConfig, ScaleConfig):
     buffer_size: int = 10_000
     """Transitions per seed the replay buffer holds (a multiple of num_envs)."""
     learning_starts: int = 256
-    """Transitions per seed stored before the first gradient step (SAC acts uniformly in its
-    action box until then)."""
+    """Transitions per seed stored before the first gradient step (SAC and TD3 act uniformly
+    in their action box until then, unless they explore with correlated noise)."""
     batch_size: int = 256
     """Transitions (n-step windows) per gradient step."""
     train_every: int = 1
@@ -118,3 +121,26 @@ class OffPolicyConfig(OptimizerConfig, ScaleConfig):
     def replace(self: C, **changes: Any) -> C:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+
+@dataclasses.dataclass(frozen=True)
+class CorrelatedExplorationConfig:
+    """Exploration that persists over time, for the agents of continuous actions (SAC, TD3)."""
+
+    exploration_correlation: float = 0.0
+    """Correlation of the exploration noise between successive steps of an environment, in
+    [0, 1). 0 is the standard: independent draws, and uniform actions until learning_starts.
+    Above 0 the agent's policy acts from the start, its noise an AR(1) process with a
+    standard normal marginal (red noise): each step's noise has the usual distribution (SAC's
+    policy's own, TD3's Gaussian of exploration_noise), but successive draws are correlated,
+    so exploration persists, which sparse long-horizon tasks (MountainCarContinuous) need.
+    The noise is part of the training state: a resumed run goes on with it."""
+
+    def validate_exploration(self) -> None:
+        """Raise a ``ValueError`` unless ``exploration_correlation`` lies in [0, 1)."""
+        if not 0.0 <= self.exploration_correlation < 1.0:
+            raise ValueError(
+                f"{type(self).__name__}.exploration_correlation="
+                f"{self.exploration_correlation!r} must lie in [0, 1) (0: independent noise; "
+                "0.9-0.99: persistent exploration)"
+            )

@@ -11,7 +11,6 @@ then the target critics (Polyak averaging), in Stable-Baselines3's order.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import jax
@@ -22,6 +21,7 @@ from rollax.agents._box import (
     action_box,
     critic_values,
     image_shapes,
+    red_noise,
     stretch_learner_schedule,
 )
 from rollax.agents._offpolicy import (
@@ -42,7 +42,6 @@ from rollax.training import (
     GradientStep,
     Optimizer,
     OptimizerHyperParams,
-    ShardStart,
     layout_for,
     optimizer_values,
     polyak,
@@ -132,6 +131,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
     layout = layout_for(config)
     env = shard_env("make_sac", config, env, **make_options)
     box = action_box("make_sac: SAC", env, "DQN (rollax.agents.dqn)")
+    red = red_noise(config, env, box)
     low, high, action_dim = box.low, box.high, box.dim
     obs_spec = observation_spec(env.observation_space, "make_sac: SAC")
     images = image_shapes(obs_spec)
@@ -183,25 +183,14 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             steps=jnp.zeros((), jnp.int32),
         )
 
-    def init_noise(key: PRNGKey, start: ShardStart) -> jax.Array:
-        """Each environment's first noise, from the learner's key (and the shard's index)."""
-        key = jax.random.fold_in(key, 1)
-        if config.num_shards > 1:
-            key = jax.random.fold_in(key, start.shard)
-        return jax.random.normal(key, (env.num_envs, action_dim), jnp.float32)
-
     def act(learner: SACLearner, noise: Any, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
         """Actions to explore with, and the noise moved on (``None`` without correlation).
 
         Standard: policy samples, uniform actions in the box until learning starts. With
         ``exploration_correlation``: the policy throughout, driven by correlated noise.
         """
-        if config.exploration_correlation > 0:
-            rho = config.exploration_correlation
-            fresh = jax.random.normal(key, noise.shape, jnp.float32)
-            # AR(1) with a standard normal marginal: the policy's distribution at each step
-            # is unchanged, only successive draws are correlated.
-            noise = rho * noise + math.sqrt(1.0 - rho**2) * fresh
+        if red:  # the policy's distribution at each step is unchanged; draws are correlated
+            noise = red.advance(noise, key)
             action, _ = policy(learner.params["actor"], obs).from_noise(noise)
             return action, noise
         k_policy, k_uniform = jax.random.split(key)
@@ -286,7 +275,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         metric_names=METRICS,
         policy_act=feedforward_policy_act(policy_act),
         with_budget=stretch_learner_schedule(config),
-        init_explore=init_noise if config.exploration_correlation > 0 else None,
+        init_explore=red.init if red else None,
     )
     agent = build_offpolicy_agent("sac", config, layout, env, learner)
     return SAC(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs))

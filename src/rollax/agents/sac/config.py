@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rollax.agents._offpolicy_config import OffPolicyConfig
+from rollax.agents._offpolicy_config import CorrelatedExplorationConfig, OffPolicyConfig
 from rollax.training import OPTIMIZER_DATA
 from rollax.training._validate import check_fields
 
@@ -12,7 +12,7 @@ __all__ = ["PRESETS", "SACConfig"]
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig(OffPolicyConfig):
+class SACConfig(OffPolicyConfig, CorrelatedExplorationConfig):
     """Configuration of a soft actor-critic run (twin critics, automatic entropy tuning).
 
     The defaults are rejax's settings for Pendulum-v1 (its configs/gymnax/pendulum.yaml),
@@ -28,24 +28,13 @@ class SACConfig(OffPolicyConfig):
     """Tune the temperature so the policy's entropy tracks target_entropy."""
     target_entropy_scale: float = 1.0
     """The target entropy is -target_entropy_scale * action dimensions."""
-    exploration_correlation: float = 0.0
-    """Correlation of the policy's noise between successive steps of an environment, in
-    [0, 1). 0 is standard SAC (independent draws, uniform actions until learning starts).
-    Above 0 the policy acts from the start with noise that follows an AR(1) process with a
-    standard normal marginal (red noise): the same distribution at every step, but
-    exploration that persists, which sparse long-horizon tasks (MountainCarContinuous)
-    need."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
         self.validate_offpolicy()
         check_fields(self, "positive", "init_alpha")
         check_fields(self, "non_negative", "target_entropy_scale")
-        if not 0.0 <= self.exploration_correlation < 1.0:
-            raise ValueError(
-                f"SACConfig.exploration_correlation={self.exploration_correlation!r} must lie "
-                "in [0, 1) (0: independent noise; 0.9-0.99: persistent exploration)"
-            )
+        self.validate_exploration()
 
 
 PRESETS: dict[str, SACConfig] = {

@@ -14,7 +14,13 @@ import jax
 import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
-from rollax.agents._box import action_box, critic_values, image_shapes, stretch_learner_schedule
+from rollax.agents._box import (
+    action_box,
+    critic_values,
+    image_shapes,
+    red_noise,
+    stretch_learner_schedule,
+)
 from rollax.agents._distributional import Support
 from rollax.agents._offpolicy import (
     OffPolicyLearner,
@@ -92,6 +98,7 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
     layout = layout_for(config)
     env = shard_env("make_td3", config, env, **make_options)
     box = action_box("make_td3: TD3", env, "DQN or PQN")
+    red = red_noise(config, env, box)
     obs_spec = observation_spec(env.observation_space, "make_td3: TD3")
     shared = dict(
         hidden_sizes=tuple(config.hidden_sizes),
@@ -142,8 +149,17 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
             steps=jnp.zeros((), jnp.int32),
         )
 
-    def act(learner: TD3Learner, explore: None, obs: Any, key: PRNGKey, env_steps: jax.Array):
-        """Uniform actions in the box until learning starts, then the noisy actor's."""
+    def act(learner: TD3Learner, explore: Any, obs: Any, key: PRNGKey, env_steps: jax.Array):
+        """Uniform actions in the box until learning starts, then the noisy actor's.
+
+        With ``exploration_correlation``: the actor's throughout, its noise ``explore``
+        moved on (``None`` without correlation).
+        """
+        if red:
+            explore = red.advance(explore, key)
+            action = policy(learner.params["actor"], obs)
+            noise = box.spread(explore, learner.hparams.exploration_noise)
+            return box.clip(action + noise), explore
         k_noise, k_uniform = jax.random.split(key)
         action = explored(learner, obs, k_noise)
         uniform = box.uniform(k_uniform, action.shape)
@@ -213,6 +229,7 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         metric_names=METRICS,
         policy_act=feedforward_policy_act(policy_act),
         with_budget=stretch_learner_schedule(config),
+        init_explore=red.init if red else None,
     )
     agent = build_offpolicy_agent("td3", config, layout, env, learner)
     return TD3(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs, values))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rollax.agents._offpolicy_config import OffPolicyConfig
+from rollax.agents._offpolicy_config import CorrelatedExplorationConfig, OffPolicyConfig
 from rollax.training import OPTIMIZER_DATA, with_defaults
 from rollax.training._validate import check_fields
 
@@ -15,7 +15,7 @@ __all__ = ["PRESETS", "TD3Config"]
 @with_defaults(
     learning_starts=1_000, batch_size=100, learning_rate=1e-3, tau=0.05, max_grad_norm=100.0
 )
-class TD3Config(OffPolicyConfig):
+class TD3Config(OffPolicyConfig, CorrelatedExplorationConfig):
     """Configuration of a TD3 run (Fujimoto et al., 2018).
 
     Twin critics whose smaller value is the target, target policy smoothing, and delayed
@@ -37,7 +37,8 @@ class TD3Config(OffPolicyConfig):
 
     exploration_noise: float = 0.3
     """Standard deviation of the Gaussian noise added to the actor's actions while it
-    explores (after learning_starts; uniform actions before)."""
+    explores (after learning_starts, uniform actions before; from the start, and correlated
+    over time, with exploration_correlation)."""
     policy_noise: float = 0.2
     """Standard deviation of the noise that smooths the target policy's actions."""
     noise_clip: float = 0.5
@@ -59,6 +60,7 @@ class TD3Config(OffPolicyConfig):
         self.validate_offpolicy()
         check_fields(self, "non_negative", "exploration_noise", "policy_noise", "noise_clip")
         check_fields(self, "positive_int", "policy_delay")
+        self.validate_exploration()
         if self.num_atoms == 1 or self.num_atoms < 0 or not self.v_min < self.v_max:
             raise ValueError(
                 f"TD3Config.num_atoms={self.num_atoms} must be 0 (one value per critic) or at "
@@ -68,5 +70,31 @@ class TD3Config(OffPolicyConfig):
 
 PRESETS: dict[str, TD3Config] = {
     "Pendulum-v1": TD3Config(),
+    # The goal is far and the reward for effort is negative: with independent noise the
+    # actor learns to stand still (rejax's settings, 10k steps: -4.2 to -4.8 on 4 seeds).
+    # Correlated noise of half the range finds it: 8 seeds in one program at 92.9 to 94.3
+    # after 20k steps (5 of 8 after 10k), about 5 s a seed on 2 CPU cores.
+    "MountainCarContinuous-v0": TD3Config(
+        total_steps=20_000,
+        buffer_size=20_000,
+        tau=0.01,
+        exploration_noise=0.5,
+        exploration_correlation=0.95,
+    ),
+    # FastTD3's manner at a CPU's scale: 16 environments, 8 gradient steps of 256 per
+    # vectorized step, CleanRL's learning rate, target rate and exploration noise.
+    "brax/inverted_pendulum": TD3Config(
+        num_envs=16,
+        total_steps=98_304,
+        buffer_size=98_304,
+        learning_starts=4_096,
+        batch_size=256,
+        gradient_steps=8,
+        learning_rate=3e-4,
+        tau=0.005,
+        exploration_noise=0.1,
+        hidden_sizes=(128, 128),
+        activation="relu",
+    ),
 }
 """Per-environment defaults. Pendulum's are rejax's settings for it."""
