@@ -73,7 +73,7 @@ PRESETS: dict[str, TD3Config] = {
     # The goal is far and the reward for effort is negative: with independent noise the
     # actor learns to stand still (rejax's settings, 10k steps: -4.2 to -4.8 on 4 seeds).
     # Correlated noise of half the range finds it: 8 seeds in one program at 92.9 to 94.3
-    # after 20k steps (5 of 8 after 10k), about 5 s a seed on 2 CPU cores.
+    # after 20k steps (4 of 8 after 10k), about 5 s a seed on 2 CPU cores.
     "MountainCarContinuous-v0": TD3Config(
         total_steps=20_000,
         buffer_size=20_000,
