@@ -75,26 +75,15 @@ PRESETS: dict[str, TD3Config] = {
     # Correlated noise of half the range finds it: 8 seeds in one program at 92.9 to 94.3
     # after 20k steps (4 of 8 after 10k), about 5 s a seed on 2 CPU cores.
     "MountainCarContinuous-v0": TD3Config(
-        total_steps=20_000,
-        buffer_size=20_000,
-        tau=0.01,
-        exploration_noise=0.5,
+        total_steps=20_000, buffer_size=20_000, tau=0.01, exploration_noise=0.5,
         exploration_correlation=0.95,
     ),
     # FastTD3's manner at a CPU's scale: 16 environments, 8 gradient steps of 256 per
     # vectorized step, CleanRL's learning rate, target rate and exploration noise.
     "brax/inverted_pendulum": TD3Config(
-        num_envs=16,
-        total_steps=98_304,
-        buffer_size=98_304,
-        learning_starts=4_096,
-        batch_size=256,
-        gradient_steps=8,
-        learning_rate=3e-4,
-        tau=0.005,
-        exploration_noise=0.1,
-        hidden_sizes=(128, 128),
-        activation="relu",
+        num_envs=16, total_steps=98_304, buffer_size=98_304, learning_starts=4_096,
+        batch_size=256, gradient_steps=8, learning_rate=3e-4, tau=0.005, exploration_noise=0.1,
+        hidden_sizes=(128, 128), activation="relu",
     ),
-}
+}  # fmt: skip
 """Per-environment defaults. Pendulum's are rejax's settings for it."""
