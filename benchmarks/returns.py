@@ -24,7 +24,7 @@ pqn:CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its 
 pqn:gymnax/<game>-MinAtar       1,048,576 steps      rejax 0.1.3's PQN with purejaxql's MinAtar
                                                      settings (``pqn_minatar.yaml``)
 td3:Pendulum-v1,                the preset's budget  rejax 0.1.3's TD3 with its own
-MountainCarContinuous-v0                             ``configs/gymnax/<task>.yaml`` settings
+td3:MountainCarContinuous-v0                         ``configs/gymnax/<task>.yaml`` settings
 td3:brax/inverted_pendulum      the preset's budget  rejax 0.1.3's TD3 with rollax's preset (rejax
                                                      ships none), on rejax's Brax adapter
 playground/CartpoleBalance      the preset's budget  Brax's PPO as MuJoCo Playground trains it:

@@ -12,7 +12,7 @@ inherits.
 
 from rollax.agents import dqn, ppo, pqn, sac, td3
 from rollax.agents._offpolicy import OffPolicyLearner, OffPolicyState, build_offpolicy_agent
-from rollax.agents._offpolicy_config import OffPolicyConfig
+from rollax.agents._offpolicy_config import CorrelatedExplorationConfig, OffPolicyConfig
 from rollax.agents._onpolicy import (
     OnPolicyAgent,
     OnPolicyLearner,
@@ -25,6 +25,7 @@ from rollax.training import with_defaults
 from rollax.training._registry import Algorithm, register
 
 __all__ = [
+    "CorrelatedExplorationConfig",
     "OffPolicyConfig",
     "OffPolicyLearner",
     "OffPolicyState",

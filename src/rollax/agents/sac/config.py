@@ -12,7 +12,7 @@ __all__ = ["PRESETS", "SACConfig"]
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig(OffPolicyConfig, CorrelatedExplorationConfig):
+class SACConfig(CorrelatedExplorationConfig, OffPolicyConfig):
     """Configuration of a soft actor-critic run (twin critics, automatic entropy tuning).
 
     The defaults are rejax's settings for Pendulum-v1 (its configs/gymnax/pendulum.yaml),

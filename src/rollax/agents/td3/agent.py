@@ -75,6 +75,10 @@ class TD3Learner:
         critic_opt: The optimizer's state for the critics.
         hparams: :class:`TD3HyperParams`.
         steps: int32 ``()``: critic steps taken (the actor steps every ``policy_delay``).
+
+    With ``exploration_correlation > 0``, each shard's exploration state
+    (``OffPolicyState.explore``) is the standard normal noise of the last action of each of
+    its environments: float32 ``(num_envs // num_shards, action_dim)``.
     """
 
     params: dict[str, Any]
