@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from _exploration import assert_red_noise, run_and_record_noise
+from _exploration import assert_red_noise, assert_resume_is_bit_identical, run_and_record_noise
 from rollax.agents.sac import (
     SACConfig,
     make_sac,
@@ -18,7 +18,6 @@ from rollax.agents.sac import (
     sac_critic_loss,
     soft_target,
 )
-from rollax.checkpoints import Checkpointer
 from rollax.envs import VecEnv
 from rollax.envs.probes import Probe, ProbeParams
 from rollax.networks import TanhGaussian
@@ -140,17 +139,7 @@ def test_resume_with_the_buffer_is_bit_identical(tmp_path, correlation):
         num_seeds=2, total_steps=600, learning_starts=100, exploration_correlation=correlation
     )
     agent = make_sac(config, "Pendulum-v1")
-    start = agent.init(jax.random.key(4))
-    whole, _ = agent.run(start, 600)
-    half, _ = agent.run(start, 300)
-    checkpoints = Checkpointer(tmp_path / "checkpoints")
-    checkpoints.save(300, half, {})
-    restored, _ = checkpoints.restore(jax.eval_shape(agent.init, jax.random.key(0)))
-    resumed, _ = agent.run(restored, 300)
-    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(resumed), strict=True):
-        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
-            a, b = jax.random.key_data(a), jax.random.key_data(b)
-        np.testing.assert_array_equal(a, b)
+    assert_resume_is_bit_identical(agent, jax.random.key(4), 600, tmp_path)
 
 
 def test_bad_input_is_refused_before_compiling():

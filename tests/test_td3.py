@@ -1,6 +1,7 @@
 """TD3: target smoothing, the clipped double-Q target and the C51 projection against
 step-by-step references, the truncation probe's infinite-horizon value (scalar and
-distributional critics), delayed actor updates, correlated exploration, Pendulum, bad input."""
+distributional critics), delayed actor updates, correlated exploration and its bit-identical
+resume, Pendulum, bad input."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from _exploration import assert_red_noise, run_and_record_noise
+from _exploration import assert_red_noise, assert_resume_is_bit_identical, run_and_record_noise
 from rollax.agents._distributional import Support
 from rollax.agents.td3 import PRESETS, TD3Config, make_td3, smoothed_action, td3_target
 from rollax.envs import VecEnv
@@ -144,6 +145,16 @@ def test_correlated_exploration_moves_the_actor_s_actions_by_red_noise():
     assert make_td3(PROBE, probe).init(jax.random.key(0)).explore is None
     with pytest.raises(ValueError, match=r"exploration_correlation=1.0 must lie in \[0, 1\)"):
         make_td3(PROBE.replace(exploration_correlation=1.0), "Pendulum-v1")
+
+
+def test_resume_with_correlated_exploration_is_bit_identical(tmp_path):
+    # The red noise is in the state, so a resumed run moves its actions by the noise it had.
+    config = PROBE.replace(
+        num_seeds=2, total_steps=600, learning_starts=100, exploration_correlation=0.9
+    )
+    assert_resume_is_bit_identical(
+        make_td3(config, "Pendulum-v1"), jax.random.key(4), 600, tmp_path
+    )
 
 
 @pytest.mark.slow

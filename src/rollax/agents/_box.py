@@ -22,6 +22,7 @@ __all__ = [
     "RedNoise",
     "action_box",
     "critic_values",
+    "exploring_act",
     "image_shapes",
     "red_noise",
     "stretch_learner_schedule",
@@ -113,6 +114,30 @@ def red_noise(config: Any, env: VecEnv, box: ActionBox) -> RedNoise | None:
     if config.exploration_correlation <= 0:
         return None
     return RedNoise(config.exploration_correlation, (env.num_envs, box.dim), config.num_shards > 1)
+
+
+def exploring_act(
+    config: Any, box: ActionBox, red: RedNoise | None, from_noise: Any, sample: Any
+) -> Any:
+    """An agent's off-policy ``act``, exploring in the box.
+
+    ``(learner, explore, obs, key, env_steps) -> (action, explore)``. With ``red``
+    (``exploration_correlation``): the learner's actions throughout, driven by the correlated
+    noise ``explore``, moved on here: ``from_noise(learner, obs, noise)``. Otherwise:
+    ``sample(learner, obs, key)`` once ``config.learning_starts`` transitions are stored,
+    uniform actions in the box before (``explore`` stays ``None``).
+    """
+
+    def act(learner: Any, explore: Any, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
+        if red:
+            explore = red.advance(explore, key)
+            return from_noise(learner, obs, explore), explore
+        k_sample, k_uniform = jax.random.split(key)
+        action = sample(learner, obs, k_sample)
+        uniform = box.uniform(k_uniform, action.shape)
+        return jnp.where(env_steps < config.learning_starts, uniform, action), explore
+
+    return act
 
 
 def action_box(who: str, env: VecEnv, other: str) -> ActionBox:

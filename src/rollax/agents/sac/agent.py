@@ -20,6 +20,7 @@ from rollax._struct import pytree_dataclass
 from rollax.agents._box import (
     action_box,
     critic_values,
+    exploring_act,
     image_shapes,
     red_noise,
     stretch_learner_schedule,
@@ -183,20 +184,15 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             steps=jnp.zeros((), jnp.int32),
         )
 
-    def act(learner: SACLearner, noise: Any, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
-        """Actions to explore with, and the noise moved on (``None`` without correlation).
-
-        Standard: policy samples, uniform actions in the box until learning starts. With
-        ``exploration_correlation``: the policy throughout, driven by correlated noise.
-        """
-        if red:  # the policy's distribution at each step is unchanged; draws are correlated
-            noise = red.advance(noise, key)
-            action, _ = policy(learner.params["actor"], obs).from_noise(noise)
-            return action, noise
-        k_policy, k_uniform = jax.random.split(key)
-        sampled = policy(learner.params["actor"], obs).sample(k_policy)
-        uniform = box.uniform(k_uniform, sampled.shape)
-        return jnp.where(env_steps < config.learning_starts, uniform, sampled), noise
+    # Policy samples; with exploration_correlation, the policy's distribution at each step
+    # is unchanged but successive draws are correlated.
+    act = exploring_act(
+        config,
+        box,
+        red,
+        lambda learner, obs, noise: policy(learner.params["actor"], obs).from_noise(noise)[0],
+        lambda learner, obs, key: policy(learner.params["actor"], obs).sample(key),
+    )
 
     def learn(
         learner: SACLearner, batch: Transition, weight: jax.Array, key: PRNGKey

@@ -8,6 +8,7 @@ the actor follows the first critic and the targets move by ``tau``.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any
 
 import jax
@@ -17,6 +18,7 @@ from rollax._struct import pytree_dataclass
 from rollax.agents._box import (
     action_box,
     critic_values,
+    exploring_act,
     image_shapes,
     red_noise,
     stretch_learner_schedule,
@@ -49,8 +51,6 @@ from rollax.training import (
 from rollax.types import PRNGKey
 
 __all__ = ["TD3", "TD3HyperParams", "TD3Learner", "make_td3"]
-
-METRICS = ("critic_loss", "actor_loss", "q_value")  # q_value: of the replayed actions
 
 
 @pytree_dataclass
@@ -128,46 +128,24 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
 
     def hyperparams(member: TD3Config) -> TD3HyperParams:
         """One seed's hyperparameters for a member's configuration (Python numbers)."""
-        return TD3HyperParams(
-            **optimizer_values(member, member.gradient_steps_in(member.total_steps)),
-            gamma=member.gamma,
-            tau=member.tau,
-            exploration_noise=member.exploration_noise,
-            policy_noise=member.policy_noise,
-            noise_clip=member.noise_clip,
-        )
+        own = ("gamma", "tau", "exploration_noise", "policy_noise", "noise_clip")
+        optimizer_data = optimizer_values(member, member.gradient_steps_in(member.total_steps))
+        return TD3HyperParams(**optimizer_data, **{k: getattr(member, k) for k in own})
 
     def init_learner(key: PRNGKey, hparams: TD3HyperParams) -> TD3Learner:
         k_actor, k_critic = jax.random.split(key)
         obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
-        params = {
-            "actor": actor.init(k_actor, obs),
-            "critic": critic.init(k_critic, obs, jnp.zeros((box.dim,), jnp.float32)),
-        }
-        return TD3Learner(
-            params=params,
-            target=params,
-            actor_opt=optimizer.init(params["actor"]),
-            critic_opt=optimizer.init(params["critic"]),
-            hparams=hparams,
-            steps=jnp.zeros((), jnp.int32),
-        )
+        action = jnp.zeros((box.dim,), jnp.float32)
+        params = {"actor": actor.init(k_actor, obs), "critic": critic.init(k_critic, obs, action)}
+        opt, steps = {k: optimizer.init(v) for k, v in params.items()}, jnp.zeros((), jnp.int32)
+        return TD3Learner(params, params, opt["actor"], opt["critic"], hparams, steps)
 
-    def act(learner: TD3Learner, explore: Any, obs: Any, key: PRNGKey, env_steps: jax.Array):
-        """Uniform actions in the box until learning starts, then the noisy actor's.
+    def moved(learner: TD3Learner, obs: Any, noise: jax.Array) -> jax.Array:
+        """The actor's actions moved by standard normal ``noise`` (correlated exploration)."""
+        action = policy(learner.params["actor"], obs)
+        return box.clip(action + box.spread(noise, learner.hparams.exploration_noise))
 
-        With ``exploration_correlation``: the actor's throughout, its noise ``explore``
-        moved on (``None`` without correlation).
-        """
-        if red:
-            explore = red.advance(explore, key)
-            action = policy(learner.params["actor"], obs)
-            noise = box.spread(explore, learner.hparams.exploration_noise)
-            return box.clip(action + noise), explore
-        k_noise, k_uniform = jax.random.split(key)
-        action = explored(learner, obs, k_noise)
-        uniform = box.uniform(k_uniform, action.shape)
-        return jnp.where(env_steps < config.learning_starts, uniform, action), explore
+    act = exploring_act(config, box, red, moved, explored)
 
     def learn(
         learner: TD3Learner, batch: Transition, weight: jax.Array, key: PRNGKey
@@ -203,20 +181,13 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         pi_loss, actor_grad = jax.value_and_grad(actor_loss)(params["actor"])
         actor_params, actor_opt = step(weights, params["actor"], learner.actor_opt, actor_grad)
         delayed = (learner.steps + 1) % config.policy_delay == 0
-        pick = lambda n, o: jnp.where(delayed, n, o)  # noqa: E731
-        when_delayed = lambda new, old: jax.tree.map(pick, new, old)  # noqa: E731
+        when_delayed = partial(jax.tree.map, partial(jnp.where, delayed))  # (new, old) trees
         actor_params, actor_opt = when_delayed(
             (actor_params, actor_opt), (params["actor"], learner.actor_opt)
         )
         online = {"actor": actor_params, "critic": critic_params}
         target = when_delayed(polyak(target, online, hp.tau), target)
-        learner = learner.replace(
-            params=online,
-            target=target,
-            actor_opt=actor_opt,
-            critic_opt=critic_opt,
-            steps=learner.steps + 1,
-        )
+        learner = TD3Learner(online, target, actor_opt, critic_opt, hp, learner.steps + 1)
         return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_value": q.mean()}
 
     def policy_act(learner: TD3Learner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
@@ -230,7 +201,7 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         init=init_learner,
         act=feedforward_act(act),
         learn=learn,
-        metric_names=METRICS,
+        metric_names=("critic_loss", "actor_loss", "q_value"),  # q_value: replayed actions
         policy_act=feedforward_policy_act(policy_act),
         with_budget=stretch_learner_schedule(config),
         init_explore=red.init if red else None,

@@ -26,14 +26,7 @@ class TD3Config(CorrelatedExplorationConfig, OffPolicyConfig):
     trains in the FastTD3 manner. Noise scales are fractions of each action's half range.
     """
 
-    SWEEPABLE = (
-        *OPTIMIZER_DATA,
-        "gamma",
-        "tau",
-        "exploration_noise",
-        "policy_noise",
-        "noise_clip",
-    )
+    SWEEPABLE = (*OPTIMIZER_DATA, "gamma", "tau", "exploration_noise", "policy_noise", "noise_clip")
 
     exploration_noise: float = 0.3
     """Standard deviation of the Gaussian noise added to the actor's actions while it
