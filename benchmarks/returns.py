@@ -41,9 +41,9 @@ around its jitted steps, runs seed after seed.
 Figures per row:
 
 - **final returns**, one per seed: the mean return of ``--episodes`` (64) episodes of the
-  final policy with sampled actions, each library with its own evaluator (rollax
-  ``agent.evaluate``, rejax ``rejax.evaluate`` mapped over the seeds, Brax's ``Evaluator``
-  with ``deterministic_eval=False``).
+  final policy with sampled actions (greedy for rollax's PQN: ``GREEDY_EVALUATION``), each
+  library with its own evaluator (rollax ``agent.evaluate``, rejax ``rejax.evaluate``
+  mapped over the seeds, Brax's ``Evaluator`` with ``deterministic_eval=False``).
 - **interval estimates** (rliable 1.2.0, each a run of one task, ``--reps`` stratified
   bootstrap resamples, 95% percentile intervals): the interquartile mean (IQM) of each
   library's seeds, the difference of the two, and the probability that a rollax seed beats a
@@ -359,6 +359,12 @@ def cached_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, An
     return ppo_run(preset, row.task, budget, seeds, episodes, row.algo, **row.peer_settings)
 
 
+GREEDY_EVALUATION = ("pqn",)
+"""rollax's agents evaluated with their policy's mode rather than samples. PQN's sampled
+policy is epsilon-greedy at its training's final epsilon (0.05), rejax's evaluation
+epsilon-greedy at 0.005 (``PQN.make_act``): greedy (0) is the nearer of rollax's two."""
+
+
 def ppo_run(
     preset: Any,
     task: str,
@@ -387,7 +393,8 @@ def ppo_run(
         state, _ = agent.run(state, steps)
         jax.block_until_ready(state)
     key = jax.random.key(10_000)
-    returns = np.asarray(agent.evaluate(state, key, episodes, False))  # (seeds, episodes)
+    greedy = algo in GREEDY_EVALUATION
+    returns = np.asarray(agent.evaluate(state, key, episodes, greedy))  # (seeds, episodes)
     report = runs_report(returns.mean(axis=1), t.seconds, compile_t.seconds, steps, seeds)
     if task.startswith("craftax/"):
 

@@ -52,6 +52,11 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
     """Activation of the hidden layers: tanh, relu, gelu or swish."""
     encoder_layer_norm: bool = False
     """Dict observations: per-channel layer normalization in the CNN encoders."""
+    image_encoder: Literal["cnn", "flatten"] = "cnn"
+    """Dict observations: ``"cnn"`` encodes each image with a CNN (PPO's actor and critic
+    share it); ``"flatten"`` feeds each image, scaled to [0, 1] and flattened, straight into
+    the MLPs (PPO's actor and critic then share nothing): for small boards such as MinAtar's
+    10x10."""
     augment_pixels: bool = False
     """Randomly shift the images of each update minibatch by up to shift_pad pixels (DrQ)."""
     shift_pad: int = 4
@@ -110,6 +115,11 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
         self.validate_scale(("num_envs",))
         self.validate_optimizer()
         check_fields(self, "unit_interval", "gamma")
+        if self.image_encoder not in ("cnn", "flatten"):
+            raise ValueError(
+                f"{type(self).__name__}.image_encoder must be 'cnn' or 'flatten', got "
+                f"{self.image_encoder!r}."
+            )
         self._validate_recurrent()
         name = type(self).__name__
         shard_batch = self.batch_size // self.num_shards

@@ -45,6 +45,8 @@ class QNetwork(nn.Module):
         image_shapes: ``(H, W, C)`` of each image key of a dict observation.
         layer_norm: Per-channel layer normalization in the image encoders.
         mlp_layer_norm: Layer normalization in each hidden layer of the MLP (PQN's).
+        encoder: ``"cnn"``: a CNN per image. ``"flatten"``: each image, scaled to ``[0, 1]``
+            and flattened, goes straight into the MLP (small boards such as MinAtar's).
     """
 
     num_actions: int
@@ -54,11 +56,14 @@ class QNetwork(nn.Module):
     image_shapes: Mapping[str, tuple[int, ...]] | None = None
     layer_norm: bool = False
     mlp_layer_norm: bool = False
+    encoder: str = "cnn"
 
     @nn.compact
     def __call__(self, obs: Any) -> jax.Array:
         """Q-values, float32 ``(..., num_actions)``."""
-        x = encode_observation(obs, self.image_shapes or {}, self.layer_norm)
+        x = encode_observation(
+            obs, self.image_shapes or {}, self.layer_norm, flatten=self.encoder == "flatten"
+        )
         x = MLP(self.hidden_sizes, self.activation, self.mlp_layer_norm, name="torso")(x)
         return q_head(x, self.num_actions, self.dueling)
 

@@ -240,6 +240,8 @@ class RecurrentQNetwork(_Recurrent):
         image_shapes: ``(H, W, C)`` of each image key of a dict observation.
         layer_norm: Per-channel layer normalization in the image encoders.
         mlp_layer_norm: Layer normalization in each hidden layer of the encoder's MLP.
+        encoder: ``"cnn"``: a CNN per image. ``"flatten"``: each image, scaled to ``[0, 1]``
+            and flattened, goes straight into the MLP.
     """
 
     num_actions: int
@@ -251,6 +253,7 @@ class RecurrentQNetwork(_Recurrent):
     image_shapes: Mapping[str, tuple[int, ...]] | None = None
     layer_norm: bool = False
     mlp_layer_norm: bool = False
+    encoder: str = "cnn"
 
     def setup(self) -> None:
         self.core = _core(self.cell, self.cell_size)
@@ -259,7 +262,7 @@ class RecurrentQNetwork(_Recurrent):
             self.activation,
             self.image_shapes,
             self.layer_norm,
-            "cnn",
+            self.encoder,
             self.mlp_layer_norm,
         )
         self.head = _QHead(self.num_actions, self.dueling)

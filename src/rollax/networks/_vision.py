@@ -250,16 +250,20 @@ def join_features(
 
 
 def encode_observation(
-    obs: Any, image_shapes: Mapping[str, tuple[int, ...]], layer_norm: bool = False
+    obs: Any,
+    image_shapes: Mapping[str, tuple[int, ...]],
+    layer_norm: bool = False,
+    flatten: bool = False,
 ) -> jax.Array:
     """Features of a vector or dict observation, for a network with one torso.
 
     A vector passes as float32. A dict's images each go through their own
-    :class:`CNNEncoder` (submodules of the calling compact module) and are joined with the
+    :class:`CNNEncoder` (submodules of the calling compact module), or with ``flatten`` are
+    scaled to ``[0, 1]`` and flattened (:func:`image_encoders`), and are joined with the
     vectors in key order.
     """
     if not isinstance(obs, Mapping):
         return obs.astype(jnp.float32)
-    encoders = image_encoders(image_shapes, obs.keys(), layer_norm)
+    encoders = image_encoders(image_shapes, obs.keys(), layer_norm, flatten=flatten)
     features = {key: encoders[key](obs[key]) for key in encoders}
     return join_features(features, obs, obs.keys())

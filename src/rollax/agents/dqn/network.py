@@ -134,6 +134,7 @@ def q_function(
     *,
     dueling: bool,
     mlp_layer_norm: bool = False,
+    encoder: str = "cnn",
     who: str = "make_dqn: DQN",
 ) -> tuple[QFunction, Any]:
     """The Q-network for ``env``'s observations, and one observation's shape and dtype.
@@ -149,6 +150,8 @@ def q_function(
         num_actions: Discrete actions.
         dueling: A dueling head.
         mlp_layer_norm: Layer normalization in each hidden layer of the MLP.
+        encoder: Images of dict observations: ``"cnn"`` or ``"flatten"`` (scaled to
+            ``[0, 1]`` and flattened into the MLP).
         who: The agent, for messages.
     """
     spec = observation_spec(env.observation_space, who)
@@ -163,6 +166,7 @@ def q_function(
         image_shapes=images,
         layer_norm=config.encoder_layer_norm,
         mlp_layer_norm=mlp_layer_norm,
+        encoder=encoder,
     )
     if config.recurrent != "none":
         module = RecurrentQNetwork(cell=config.recurrent, cell_size=config.cell_size, **shared)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
 from rollax.agents._onpolicy_config import OnPolicyConfig
 from rollax.training import OPTIMIZER_DATA, with_defaults
@@ -54,10 +53,6 @@ class PPOConfig(OnPolicyConfig):
     """Dict observations: the keys the actor reads (empty: every key but privileged_state)."""
     critic_keys: tuple[str, ...] = ()
     """Dict observations: the keys the critic reads (empty: every key)."""
-    image_encoder: Literal["cnn", "flatten"] = "cnn"
-    """Dict observations: ``"cnn"`` encodes each image with a CNN that actor and critic
-    share; ``"flatten"`` feeds each image, scaled to [0, 1] and flattened, to the actor's and
-    the critic's MLPs, which then share nothing (small boards such as MinAtar's 10x10)."""
 
     def validate(self) -> None:
         """Raise a ``ValueError`` naming the first inconsistent field and what would work."""
@@ -67,10 +62,6 @@ class PPOConfig(OnPolicyConfig):
         # vf_coef = 0 would leave the critic untrained, and the advantages meaningless.
         check_fields(self, "positive", "vf_coef")
         check_fields(self, "unit_interval", "gae_lambda")
-        if self.image_encoder not in ("cnn", "flatten"):
-            raise ValueError(
-                f"PPOConfig.image_encoder must be 'cnn' or 'flatten', got {self.image_encoder!r}."
-            )
         for name in ("actor_keys", "critic_keys"):
             keys = getattr(self, name)
             if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):

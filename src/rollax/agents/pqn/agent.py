@@ -172,6 +172,7 @@ def make_pqn(config: PQNConfig, env: VecEnv | str, **make_options: Any) -> PQN:
         int(env.action_space.n),
         dueling=False,
         mlp_layer_norm=config.layer_norm,
+        encoder=config.image_encoder,
         who="make_pqn: PQN",
     )
     learner = pqn_learner(config, network, obs_spec)
