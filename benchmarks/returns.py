@@ -361,8 +361,9 @@ def cached_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, An
 
 GREEDY_EVALUATION = ("pqn",)
 """rollax's agents evaluated with their policy's mode rather than samples. PQN's sampled
-policy is epsilon-greedy at its training's final epsilon (0.05), rejax's evaluation
-epsilon-greedy at 0.005 (``PQN.make_act``): greedy (0) is the nearer of rollax's two."""
+policy is epsilon-greedy at its training's final epsilon (0.05); rollax's ``evaluate``
+offers that or greedy (0), and 0 is the nearer to rejax's evaluation at epsilon 0.005
+(``PQN.make_act``)."""
 
 
 def ppo_run(

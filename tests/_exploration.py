@@ -1,4 +1,5 @@
-"""Correlated exploration (SAC's and TD3's ``exploration_correlation``) as tests see it."""
+"""Correlated exploration (SAC's and TD3's ``exploration_correlation``) as tests see it, and
+bit-identical resumes of their runs."""
 
 from pathlib import Path
 from typing import Any

@@ -1,6 +1,7 @@
 """What the agents of continuous actions share (SAC, TD3).
 
-The box they act in, and the correlated noise they may explore with.
+The box they act in, how they explore in it (``exploring_act``), and the correlated noise
+they may explore with.
 """
 
 from __future__ import annotations
@@ -122,10 +123,11 @@ def exploring_act(
     """An agent's off-policy ``act``, exploring in the box.
 
     ``(learner, explore, obs, key, env_steps) -> (action, explore)``. With ``red``
-    (``exploration_correlation``): the learner's actions throughout, driven by the correlated
-    noise ``explore``, moved on here: ``from_noise(learner, obs, noise)``. Otherwise:
-    ``sample(learner, obs, key)`` once ``config.learning_starts`` transitions are stored,
-    uniform actions in the box before (``explore`` stays ``None``).
+    (``exploration_correlation``): ``explore`` is advanced one AR(1) step and the action is
+    ``from_noise(learner, obs, explore)``, from the first step. Otherwise:
+    ``sample(learner, obs, key)`` once ``env_steps`` (per seed) reaches
+    ``config.learning_starts``, uniform actions in the box before (``explore`` stays
+    ``None``).
     """
 
     def act(learner: Any, explore: Any, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:

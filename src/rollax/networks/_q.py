@@ -33,7 +33,8 @@ class QNetwork(nn.Module):
     """The value of every discrete action: observation ``(..., *obs)`` to ``(..., A)``.
 
     Vector observations go straight into the MLP; dict observations are encoded first (one
-    CNN per image, vectors joined: :func:`~rollax.networks.encode_observation`). With
+    CNN per image, or with ``encoder="flatten"`` each image scaled to [0, 1] and flattened;
+    vectors joined: :func:`~rollax.networks.encode_observation`). With
     ``dueling`` the head splits into a state value and advantages, ``Q = V + A - mean(A)``
     (Wang et al., 2016).
 

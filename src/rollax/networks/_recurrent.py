@@ -223,11 +223,11 @@ class _QHead(nn.Module):
 class RecurrentQNetwork(_Recurrent):
     """Encoder, recurrent cell and a Q-value head: the Q-network of recurrent DQN (R2D2).
 
-    The encoder (an MLP on vector observations; for dict observations a CNN per image
-    joined with the vectors first) runs on every observation at once; only the cell runs
-    step by step. Call it through its methods, as :func:`rollax.agents.dqn.q_function` does:
-    ``encode``, ``step`` and :meth:`q_values`; ``__call__`` is one whole step, for
-    ``init``.
+    The encoder (an MLP on vector observations; for dict observations a CNN per image, or
+    each image flattened with ``encoder="flatten"``, joined with the vectors first) runs on
+    every observation at once; only the cell runs step by step. Call it through its
+    methods, as :func:`rollax.agents.dqn.q_function` does: ``encode``, ``step`` and
+    :meth:`q_values`; ``__call__`` is one whole step, for ``init``.
 
     Attributes:
         num_actions: Number of discrete actions.

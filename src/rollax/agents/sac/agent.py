@@ -184,8 +184,8 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             steps=jnp.zeros((), jnp.int32),
         )
 
-    # Policy samples; with exploration_correlation, the policy's distribution at each step
-    # is unchanged but successive draws are correlated.
+    # Policy samples (uniform before learning_starts); with exploration_correlation, the
+    # policy's distribution at each step is unchanged but successive draws are correlated.
     act = exploring_act(
         config,
         box,
