@@ -113,6 +113,7 @@ def test_pqn_solves_cartpole_with_its_preset_on_most_seeds():
     assert (returns >= 475).sum() >= 3, returns
 
 
+@pytest.mark.extra("gymnax")
 def test_a_flattened_board_is_the_mlp_s_input_scaled_to_the_unit_interval():
     # image_encoder="flatten": no convolution, the board scaled by 1/255 and flattened into
     # the Q-network's MLP, which then has exactly the parameters of an MLP on that vector.
@@ -132,6 +133,7 @@ def test_a_flattened_board_is_the_mlp_s_input_scaled_to_the_unit_interval():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("gymnax")
 def test_pqn_leaves_breakout_s_plateau_with_its_preset():
     # A policy that only keeps the first ball returns about 7 on Breakout-MinAtar; after 1M
     # steps the preset's 10 seeds evaluated greedily returned 14.3 to 26.1 (returns.py's row).
