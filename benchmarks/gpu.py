@@ -19,6 +19,12 @@ the peers in the same process. Sections (``--only`` runs some of them):
 - ``sweep``: a 64-member PPO sweep on CartPole in one program (8 learning rates x 8 entropy
   bonuses), against rejax's PPO mapped over 64 keys for the same steps (rejax's
   hyperparameters are not data, so its 64 runs share one).
+- ``agents``: the newer agents at a GPU's scale. PQN on Breakout-MinAtar (its preset, 16
+  seeds, 1M steps) against rejax's PQN with purejaxql's MinAtar settings, and PQN's
+  Craftax-Classic preset (steps/s and return after 1M steps). TD3 in FastTD3's manner
+  (``FASTTD3``: 1,024 environments, batches of 32,768, a C51 critic) on Brax's Ant and
+  Humanoid, against rejax's TD3 with the same settings where it has them (its networks
+  are 64 x 64 and its critic is not distributional): wall time and return after 1M steps.
 - ``pbt``: population-based training on Craftax-Classic-Symbolic: ``benchmarks/pbt.py``'s
   two arms (8 members from the same learning-rate x entropy grid, with and without PBT) with
   rollax's Craftax preset, 524,288 steps per member, one repeat: the wall time of each arm,
@@ -101,6 +107,20 @@ class Sizes:
     """Values per swept hyperparameter (a grid of values x values members)."""
     sweep_steps: int = 0
     """Steps per member (0: the CartPole preset's budget)."""
+    pqn_task: str = "gymnax/Breakout-MinAtar"
+    """PQN's task against rejax (a ``pqn:`` row of benchmarks/returns.py)."""
+    pqn_steps: int = 1_048_576
+    """PQN's budget per seed on that task."""
+    pqn_craftax_steps: int = 1_048_576
+    """PQN's budget on Craftax-Classic, one seed (0: left out)."""
+    td3_tasks: tuple[str, ...] = ("brax/ant", "brax/humanoid")
+    """TD3's tasks (rollax ids; rejax reaches Brax's through its own adapter)."""
+    td3_steps: int = 1_048_576
+    """TD3's budget per task, one seed."""
+    td3_envs: int = 1_024
+    """TD3's environments."""
+    td3_batch: int = 32_768
+    """TD3's batch per gradient step."""
     pbt_env: str = "craftax/Craftax-Classic-Symbolic-v1"
     """The environment of the PBT section (its PPO preset)."""
     pbt_steps: int = 524_288
@@ -133,6 +153,15 @@ TINY = Sizes(
     pixel_chunk=1_024,
     sweep_values=2,
     sweep_steps=2_048,
+    # CartPole and Pendulum: the same code as Breakout, Craftax, Ant and Humanoid at toy
+    # sizes (Craftax's and Brax's steps take minutes to compile on 2 CPU cores).
+    pqn_task="CartPole-v1",
+    pqn_steps=2_048,
+    pqn_craftax_steps=0,
+    td3_tasks=("Pendulum-v1",),
+    td3_steps=256,
+    td3_envs=4,
+    td3_batch=32,
     # CartPole: the craftax section compiles Craftax's step already; this checks the arms.
     pbt_env="CartPole-v1",
     pbt_steps=0,  # 4 iterations, a PBT step after each (benchmarks/pbt.py's tiny size)
@@ -302,6 +331,103 @@ def craftax(sizes: Sizes, repeats: int) -> dict[str, Any]:
     return out
 
 
+# ---------------------------------------------------------------------------- PQN and TD3
+
+FASTTD3 = dict(
+    buffer_size=1_048_576, gradient_steps=2, learning_rate=3e-4, optimizer="adamw",
+    weight_decay=0.1, max_grad_norm=0.0, tau=0.1, gamma=0.99, exploration_noise=0.2,
+    policy_noise=0.001, noise_clip=0.5, num_atoms=101, v_min=-250.0, v_max=250.0,
+    hidden_sizes=(512, 256, 128), activation="relu", normalize_obs=True,
+)  # fmt: skip
+"""FastTD3's defaults (its ``hyperparams.py``), in rollax's names: 2 gradient steps per
+vectorized step, lr 3e-4 with AdamW (weight decay 0.1) and no norm bound, tau 0.1, target
+smoothing noise 0.001, a C51 critic of 101 atoms on [-250, 250], observations normalized.
+Where rollax's TD3 differs: one exploration noise (0.2) instead of one drawn per
+environment from [0.001, 0.4], one network shape for actor and critic (FastTD3's actor's
+512, 256, 128; its critic is twice as wide), and a replay of 1M transitions in all instead
+of 51,200 per environment. The environments, batch and budget are ``Sizes``'."""
+
+
+def fasttd3(sizes: Sizes) -> Any:
+    """TD3's configuration in FastTD3's manner at ``sizes``: learning starts after 10
+    vectorized steps, as FastTD3's does."""
+    from rollax.agents.td3 import TD3Config
+
+    envs = sizes.td3_envs
+    return TD3Config(
+        **{**FASTTD3, "buffer_size": min(FASTTD3["buffer_size"], sizes.td3_steps)},
+        num_envs=envs, batch_size=sizes.td3_batch, learning_starts=10 * envs,
+        total_steps=sizes.td3_steps,
+    )  # fmt: skip
+
+
+def rejax_td3(config: Any) -> dict[str, Any]:
+    """rejax's TD3 settings closest to rollax's ``config`` (rejax's networks stay 64 x 64, its
+    critic scalar; its element-wise gradient clipping is set out of reach)."""
+    return dict(
+        actor_kwargs={"activation": config.activation},
+        critic_kwargs={"activation": config.activation},
+        num_envs=config.num_envs, buffer_size=config.buffer_size,
+        fill_buffer=config.learning_starts, batch_size=config.batch_size,
+        learning_rate=config.learning_rate, num_epochs=config.gradient_steps,
+        gamma=config.gamma, polyak=1.0 - config.tau, max_grad_norm=1e6,
+        exploration_noise=config.exploration_noise, target_noise=config.policy_noise,
+        target_noise_clip=config.noise_clip, policy_delay=config.policy_delay,
+        normalize_observations=config.normalize_obs,
+    )  # fmt: skip
+
+
+def _against_rejax(out: dict[str, Any], key: str, row: Any, runs: dict[str, Any]) -> None:
+    """Put rollax's and rejax's figures on ``row`` (each its ``runs_report``) into ``out``
+    under ``<key>_<library>``, with their ratio of wall time, and print them."""
+    for name, run in runs.items():
+        run["mean_return"] = float(np.mean(run["returns"]))
+        out[f"{key}_{name}"] = run
+        print(f"  {row.name} {name}: {run['wall_s']:.1f} s for {run['steps']:,} steps, "
+              f"seeds: {len(run['returns'])} (compile {run['compile_s']:.1f} s), mean return "
+              f"{run['mean_return']:.1f}", flush=True)  # fmt: skip
+    out[f"ratio_{key}_wall"] = out[f"{key}_rollax"]["wall_s"] / out[f"{key}_rejax"]["wall_s"]
+
+
+def agents(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """PQN on MinAtar against rejax and on Craftax-Classic; TD3 in FastTD3's manner on Brax's
+    heavy tasks against rejax."""
+    import returns
+    from rollax.agents.pqn import PRESETS
+
+    out: dict[str, Any] = {}
+    row = next(row for row in returns.ROWS if row.name == f"pqn:{sizes.pqn_task}")
+    libraries = (("rejax", returns.rejax_run), ("rollax", returns.rollax_run))
+    runs = {name: run(row, sizes.pqn_steps, sizes.ppo_seeds, sizes.episodes)
+            for name, run in libraries}  # fmt: skip
+    _against_rejax(out, "pqn", row, runs)
+
+    if sizes.pqn_craftax_steps:
+        preset, steps = PRESETS[returns.CRAFTAX], sizes.pqn_craftax_steps
+        run = returns.ppo_run(preset, returns.CRAFTAX, steps, 1, sizes.episodes, "pqn")
+        run["steps_per_s"] = run["steps"] / (run["wall_s"] - run["compile_s"])
+        out["pqn_craftax"] = run
+        print(f"  PQN on Craftax-Classic: {run['steps_per_s']:,.0f} steps/s after compiling "
+              f"({run['compile_s']:.1f} s), return {run['returns'][0]:.2f}",
+              flush=True)  # fmt: skip
+
+    config = fasttd3(sizes)
+    for task in sizes.td3_tasks:
+        key = f"td3_{task.split('/')[-1]}"
+        row = returns.Row(task, "rejax", task, rejax_td3(config), sizes.td3_steps, algo="td3")
+        try:  # one task's failure (Brax missing, memory) leaves the other figures
+            runs = {
+                "rejax": returns.rejax_run(row, sizes.td3_steps, 1, sizes.episodes),
+                "rollax": returns.ppo_run(config, task, sizes.td3_steps, 1, sizes.episodes, "td3"),
+            }
+        except Exception as e:
+            traceback.print_exc()
+            out[f"{key}_error"] = f"{type(e).__name__}: {e}"
+            continue
+        _against_rejax(out, key, row, runs)
+    return out
+
+
 # ---------------------------------------------------------------------------- pixels
 
 
@@ -403,6 +529,7 @@ SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
     "craftax": craftax,
     "pixels": pixels,
     "sweep": sweep,
+    "agents": agents,
     "pbt": pbt,
 }
 

@@ -18,6 +18,7 @@ packages=(
     gymnax gymnasium farama-notifications six  # the stepping peer, MinAtar
     rejax distrax tfp-nightly dm-tree gast decorator  # the training peer
     craftax                          # Craftax-Classic
+    brax jaxopt trimesh mujoco mujoco-core mujoco-mjx  # Brax's Ant and Humanoid (TD3)
 )
 specs=()
 for name in "${packages[@]}"; do

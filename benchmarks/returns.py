@@ -165,7 +165,7 @@ _PQN_MINATAR = dict(
 # rejax's own TD3 settings, configs/gymnax/<task>.yaml (total_timesteps and eval_freq
 # aside; Pendulum's are also rollax's preset), and for Brax's inverted_pendulum (rejax ships
 # none) rollax's preset in rejax's names, on rejax's own Brax adapter (rejax.compat); rejax's
-# TD3 fixes its networks at 64 x 64 (the preset's are 128 x 128).
+# TD3 fixes its networks at 64 x 64, as the preset's are.
 REJAX_TD3 = {
     "Pendulum-v1": dict(
         actor_kwargs={"activation": "swish"}, critic_kwargs={"activation": "swish"},

@@ -223,10 +223,13 @@ def test_worlds_benchmark_ends_with_json():
 def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     # What a session lent a GPU runs first: every section must get there without an error.
     report = _report("gpu.py", "--tiny --repeats 1", timeout=900)
-    sections = {"stepping", "ppo", "offpolicy", "craftax", "pixels", "sweep", "pbt"}
+    sections = {"stepping", "ppo", "offpolicy", "craftax", "pixels", "sweep", "agents", "pbt"}
     assert report["backend"] == "cpu" and report["tiny"] is True
     assert {name: report[name].get("error") for name in sections} == dict.fromkeys(sections)
     assert report["stepping"]["CartPole-v1@64"]["gymnax"] > 0
     assert report["craftax"]["authors"]["steps_per_s"] > 0  # the one Craftax config at --tiny
     assert set(report["sweep"]) >= {"rollax_wall_s", "rejax_wall_s", "members"}
+    agents = report["agents"]
+    assert agents["ratio_pqn_wall"] > 0 and agents["ratio_td3_Pendulum-v1_wall"] > 0
+    assert "td3_Pendulum-v1_error" not in agents
     assert report["pbt"]["ratio_wall"] > 0 and report["pbt"]["pbt"]["chosen"] in range(8)
