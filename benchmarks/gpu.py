@@ -1,7 +1,8 @@
-"""rollax on one accelerator, every figure beside its peer's, in one script under 5 minutes.
+"""rollax on one accelerator, every figure beside its peer's, in one script.
 
-Written for a GPU lent for a few minutes (an H100 runs the whole script in under 5), with
-the peers in the same process. Sections (``--only`` runs some of them):
+Written for a GPU lent for a few minutes (an H100 ran the sections before ``agents`` and
+``pbt`` in 340 s; those two are not yet measured), with the peers in the same process.
+Sections (``--only`` runs some of them):
 
 - ``stepping``: CartPole-v1 and Breakout-MinAtar at 4,096 and 65,536 environments: rollax's
   default reset strategy on this backend, every fresh strategy and no reset at all (the
@@ -153,8 +154,9 @@ TINY = Sizes(
     pixel_chunk=1_024,
     sweep_values=2,
     sweep_steps=2_048,
-    # CartPole and Pendulum: the same code as Breakout, Craftax, Ant and Humanoid at toy
-    # sizes (Craftax's and Brax's steps take minutes to compile on 2 CPU cores).
+    # CartPole and Pendulum at toy sizes run the code of the Breakout, Ant and Humanoid rows.
+    # Craftax is left out: its PQN run goes through returns.ppo_run, as CartPole's does, and
+    # Craftax's and Brax's steps take minutes to compile on 2 CPU cores.
     pqn_task="CartPole-v1",
     pqn_steps=2_048,
     pqn_craftax_steps=0,
@@ -336,41 +338,58 @@ def craftax(sizes: Sizes, repeats: int) -> dict[str, Any]:
 FASTTD3 = dict(
     buffer_size=1_048_576, gradient_steps=2, learning_rate=3e-4, optimizer="adamw",
     weight_decay=0.1, max_grad_norm=0.0, tau=0.1, gamma=0.99, exploration_noise=0.2,
-    policy_noise=0.001, noise_clip=0.5, num_atoms=101, v_min=-250.0, v_max=250.0,
-    hidden_sizes=(512, 256, 128), activation="relu", normalize_obs=True,
+    policy_noise=0.001, noise_clip=0.5, num_atoms=101, hidden_sizes=(512, 256, 128),
+    activation="relu", normalize_obs=True,
 )  # fmt: skip
 """FastTD3's defaults (its ``hyperparams.py``), in rollax's names: 2 gradient steps per
 vectorized step, lr 3e-4 with AdamW (weight decay 0.1) and no norm bound, tau 0.1, target
-smoothing noise 0.001, a C51 critic of 101 atoms on [-250, 250], observations normalized.
-Where rollax's TD3 differs: one exploration noise (0.2) instead of one drawn per
+smoothing noise 0.001, a C51 critic of 101 atoms, observations normalized, 1-step returns
+and no layer normalization in the critic (FastTD3's defaults; it turns n-step returns on for
+some tasks). Where rollax's TD3 differs: one exploration noise (0.2) instead of one drawn per
 environment from [0.001, 0.4], one network shape for actor and critic (FastTD3's actor's
 512, 256, 128; its critic is twice as wide), and a replay of 1M transitions in all instead
-of 51,200 per environment. The environments, batch and budget are ``Sizes``'."""
+of 51,200 per environment. The support is the task's (``TD3_SUPPORT``); the environments,
+batch and budget are ``Sizes``'."""
+
+TD3_SUPPORT = {"brax/ant": (-500.0, 500.0), "brax/humanoid": (-1_000.0, 1_000.0)}
+"""The C51 critic's support per task, wide enough for its discounted returns at gamma 0.99:
+the healthy reward alone is 1 a step on Ant and 5 on Humanoid (values near 100 and 500,
+before the reward for speed). Other tasks take FastTD3's default, [-250, 250]."""
 
 
-def fasttd3(sizes: Sizes) -> Any:
-    """TD3's configuration in FastTD3's manner at ``sizes``: learning starts after 10
-    vectorized steps, as FastTD3's does."""
+def fasttd3(sizes: Sizes, task: str) -> Any:
+    """TD3's configuration in FastTD3's manner on ``task`` at ``sizes``: learning starts after
+    10 vectorized steps, as FastTD3's does."""
     from rollax.agents.td3 import TD3Config
 
     envs = sizes.td3_envs
+    v_min, v_max = TD3_SUPPORT.get(task, (-250.0, 250.0))
     return TD3Config(
         **{**FASTTD3, "buffer_size": min(FASTTD3["buffer_size"], sizes.td3_steps)},
         num_envs=envs, batch_size=sizes.td3_batch, learning_starts=10 * envs,
-        total_steps=sizes.td3_steps,
+        total_steps=sizes.td3_steps, v_min=v_min, v_max=v_max,
     )  # fmt: skip
 
 
 def rejax_td3(config: Any) -> dict[str, Any]:
-    """rejax's TD3 settings closest to rollax's ``config`` (rejax's networks stay 64 x 64, its
-    critic scalar; its element-wise gradient clipping is set out of reach)."""
+    """rejax's TD3 settings closest to rollax's ``config``.
+
+    What rejax cannot take stays its own: 64 x 64 networks, a scalar critic, Adam without
+    weight decay, noise in absolute units (rollax's is in half ranges: the same on Brax's
+    [-1, 1] boxes). Two settings are converted so that both do the same per environment
+    step: rejax moves its targets once per ``policy_delay`` vectorized steps, where rollax
+    moves them with every actor step (``gradient_steps`` times as often), so rejax's polyak
+    is ``(1 - tau) ** gradient_steps``; and rejax samples a batch without replacement, so it
+    waits until the buffer holds a batch before learning.
+    """
     return dict(
         actor_kwargs={"activation": config.activation},
         critic_kwargs={"activation": config.activation},
         num_envs=config.num_envs, buffer_size=config.buffer_size,
-        fill_buffer=config.learning_starts, batch_size=config.batch_size,
-        learning_rate=config.learning_rate, num_epochs=config.gradient_steps,
-        gamma=config.gamma, polyak=1.0 - config.tau, max_grad_norm=1e6,
+        fill_buffer=max(config.learning_starts, config.batch_size),
+        batch_size=config.batch_size, learning_rate=config.learning_rate,
+        num_epochs=config.gradient_steps, gamma=config.gamma,
+        polyak=(1.0 - config.tau) ** config.gradient_steps,
         exploration_noise=config.exploration_noise, target_noise=config.policy_noise,
         target_noise_clip=config.noise_clip, policy_delay=config.policy_delay,
         normalize_observations=config.normalize_obs,
@@ -411,9 +430,8 @@ def agents(sizes: Sizes, repeats: int) -> dict[str, Any]:
               f"({run['compile_s']:.1f} s), return {run['returns'][0]:.2f}",
               flush=True)  # fmt: skip
 
-    config = fasttd3(sizes)
     for task in sizes.td3_tasks:
-        key = f"td3_{task.split('/')[-1]}"
+        key, config = f"td3_{task.split('/')[-1]}", fasttd3(sizes, task)
         row = returns.Row(task, "rejax", task, rejax_td3(config), sizes.td3_steps, algo="td3")
         try:  # one task's failure (Brax missing, memory) leaves the other figures
             runs = {

@@ -165,7 +165,9 @@ _PQN_MINATAR = dict(
 # rejax's own TD3 settings, configs/gymnax/<task>.yaml (total_timesteps and eval_freq
 # aside; Pendulum's are also rollax's preset), and for Brax's inverted_pendulum (rejax ships
 # none) rollax's preset in rejax's names, on rejax's own Brax adapter (rejax.compat); rejax's
-# TD3 fixes its networks at 64 x 64, as the preset's are.
+# TD3 fixes its networks at 64 x 64, as the preset's are. rejax moves its targets once per
+# policy_delay vectorized steps, rollax with each of its actor's steps (num_epochs times as
+# often): polyak 0.995 ** 8 is the preset's tau of 0.005 per environment step.
 REJAX_TD3 = {
     "Pendulum-v1": dict(
         actor_kwargs={"activation": "swish"}, critic_kwargs={"activation": "swish"},
@@ -182,7 +184,7 @@ REJAX_TD3 = {
     "brax/inverted_pendulum": dict(
         actor_kwargs={"activation": "relu"}, critic_kwargs={"activation": "relu"}, num_envs=16,
         buffer_size=98_304, fill_buffer=4_096, batch_size=256, learning_rate=3e-4,
-        num_epochs=8, gamma=0.99, polyak=0.995, max_grad_norm=100, exploration_noise=0.1,
+        num_epochs=8, gamma=0.99, polyak=0.995**8, max_grad_norm=100, exploration_noise=0.1,
         target_noise=0.2, target_noise_clip=0.5, policy_delay=2, normalize_observations=True,
     ),
 }  # fmt: skip

@@ -1,6 +1,6 @@
 """What off-policy agents share: acting into a replay buffer, and learning from it.
 
-An off-policy agent (DQN, SAC) provides a *learner*: its networks, target networks,
+An off-policy agent (DQN, SAC, TD3) provides a *learner*: its networks, target networks,
 optimizers and hyperparameters, with two pure functions, ``act`` (exploration) and
 ``learn`` (one gradient step on a sampled batch), and for a recurrent learner the carry of
 its network at an episode's start. This module supplies the rest:

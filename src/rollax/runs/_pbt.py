@@ -316,7 +316,7 @@ def make_exploit(state_layout: Any, layout: Layout, hparams_type: type) -> Calla
     so that it does not repeat its source's draws. ``leaves`` maps the flat index of a
     hyperparameter leaf to its new float32 ``(members,)`` values: a leaf of the state's one
     node of ``hparams_type`` (what the agent's ``hyperparams`` returns: PPO keeps it as
-    ``state.hparams``, DQN and SAC as ``state.learner.hparams``). The
+    ``state.hparams``, as PQN does, and DQN, SAC and TD3 as ``state.learner.hparams``). The
     result keeps the state's shardings on ``layout``'s devices; it compiles once per state
     structure.
     """

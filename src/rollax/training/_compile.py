@@ -21,7 +21,7 @@ class FastCompile:
     tracing, before anything runs, and the plain function is traced instead; an error of the
     function itself is raised again by that second trace. Used for programs that run rarely
     (``init``, evaluation), and for training programs at a level that runs them as fast
-    (DQN, SAC).
+    (DQN, SAC, TD3).
     """
 
     def __init__(self, fn: Any, cpu_level: int) -> None:
