@@ -1,7 +1,8 @@
 """rollax on one accelerator, every figure beside its peer's, in one script.
 
-Written for a GPU lent for a few minutes (an H100 ran the sections before ``agents`` and
-``pbt`` in 340 s; those two are not yet measured), with the peers in the same process.
+Written for a GPU lent for a few minutes (an H100 ran the sections before ``agents`` in
+340 s; the later ones are not yet measured: run them in a device call of their own), with the
+peers in the same process.
 Sections (``--only`` runs some of them):
 
 - ``stepping``: CartPole-v1 and Breakout-MinAtar at 4,096 and 65,536 environments: rollax's
@@ -26,6 +27,13 @@ Sections (``--only`` runs some of them):
   (``FASTTD3``: 1,024 environments, batches of 32,768, a C51 critic) on Brax's Ant and
   Humanoid, against rejax's TD3 with the same settings where it has them (its networks
   are 64 x 64 and its critic is not distributional): wall time and return after 1M steps.
+- ``playground``: MuJoCo Playground's CartpoleBalance and WalkerWalk (MJX physics).
+  rollax's default reset strategy against ``wrap_for_brax_training`` with its cached reset and
+  with ``full_reset=True`` (``benchmarks/worlds.py``'s variants: steps/s and freshness at
+  1,024 and 8,192 environments, in 1,000-step and in 16-step episodes), and rollax's PPO
+  against Brax's PPO with Playground's published settings (``benchmarks/returns.py``'s peer),
+  2 seeds each for 9.8M steps, rollax at Playground's batch (``playground_ppo``): wall time
+  and return.
 - ``pbt``: population-based training on Craftax-Classic-Symbolic: ``benchmarks/pbt.py``'s
   two arms (8 members from the same learning-rate x entropy grid, with and without PBT) with
   rollax's Craftax preset, 524,288 steps per member, one repeat: the wall time of each arm,
@@ -122,6 +130,19 @@ class Sizes:
     """TD3's environments."""
     td3_batch: int = 32_768
     """TD3's batch per gradient step."""
+    playground_tasks: tuple[str, ...] = ("CartpoleBalance", "WalkerWalk")
+    """MuJoCo Playground's tasks (its DM Control Suite names) of the playground section."""
+    playground_envs: tuple[int, ...] = (1_024, 8_192)
+    """Batch sizes of its reset comparison."""
+    playground_steps: int = 64
+    """Steps per timed rollout of the reset comparison."""
+    playground_ppo_steps: int = 9_830_400
+    """PPO's budget per seed and task, both libraries (10 of Brax's iterations with
+    Playground's settings; 0: no learning)."""
+    playground_seeds: int = 2
+    """PPO's seeds per task and library."""
+    playground_batch: tuple[int, int] = (2_048, 480)
+    """rollax's PPO on Playground: environments and steps per environment between updates."""
     pbt_env: str = "craftax/Craftax-Classic-Symbolic-v1"
     """The environment of the PBT section (its PPO preset)."""
     pbt_steps: int = 524_288
@@ -164,6 +185,14 @@ TINY = Sizes(
     td3_steps=256,
     td3_envs=4,
     td3_batch=32,
+    # CartpoleBalance's resets at one size with rollax's default strategy, and PPO against
+    # Brax's with both batches shrunk (each Playground program takes seconds to compile).
+    playground_tasks=("CartpoleBalance",),
+    playground_envs=(8,),
+    playground_steps=20,
+    playground_ppo_steps=1_024,
+    playground_seeds=1,
+    playground_batch=(16, 8),
     # CartPole: the craftax section compiles Craftax's step already; this checks the arms.
     pbt_env="CartPole-v1",
     pbt_steps=0,  # 4 iterations, a PBT step after each (benchmarks/pbt.py's tiny size)
@@ -259,15 +288,10 @@ def ppo(sizes: Sizes, repeats: int) -> dict[str, Any]:
     if not sizes.minatar_steps:
         return out
     row = next(row for row in returns.ROWS if row.name == "gymnax/Breakout-MinAtar")  # PPO
-    for name, run_fn in (("rejax", returns.rejax_run), ("rollax", returns.rollax_run)):
-        run = run_fn(row, sizes.minatar_steps, sizes.ppo_seeds, sizes.episodes)
-        run["mean_return"] = float(np.mean(run["returns"]))
-        run["steps_per_s"] = run["steps"] * sizes.ppo_seeds / run["wall_s"]
-        out[f"breakout_{name}"] = run
-        print(f"  Breakout-MinAtar {name}: {run['wall_s']:.1f} s for {run['steps']:,} steps x "
-              f"{sizes.ppo_seeds} seeds (compile {run['compile_s']:.1f} s), mean return "
-              f"{run['mean_return']:.1f}", flush=True)  # fmt: skip
-    out["ratio_breakout_wall"] = out["breakout_rollax"]["wall_s"] / out["breakout_rejax"]["wall_s"]
+    libraries = (("rejax", returns.rejax_run), ("rollax", returns.rollax_run))
+    runs = {name: run(row, sizes.minatar_steps, sizes.ppo_seeds, sizes.episodes)
+            for name, run in libraries}  # fmt: skip
+    _side_by_side(out, "breakout", row, runs)
     return out
 
 
@@ -396,16 +420,20 @@ def rejax_td3(config: Any) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def _against_rejax(out: dict[str, Any], key: str, row: Any, runs: dict[str, Any]) -> None:
-    """Put rollax's and rejax's figures on ``row`` (each its ``runs_report``) into ``out``
-    under ``<key>_<library>``, with their ratio of wall time, and print them."""
+def _side_by_side(out: dict[str, Any], key: str, row: Any, runs: dict[str, Any]) -> None:
+    """Put rollax's and its peer's figures on ``row`` (``runs``: ``{"<peer>": report,
+    "rollax": report}``, each a ``returns.runs_report``) into ``out`` under
+    ``<key>_<library>``, with each one's mean return and steps/s and the ratio of their wall
+    times (rollax / peer), and print them."""
     for name, run in runs.items():
         run["mean_return"] = float(np.mean(run["returns"]))
+        run["steps_per_s"] = run["steps"] * len(run["returns"]) / run["wall_s"]
         out[f"{key}_{name}"] = run
-        print(f"  {row.name} {name}: {run['wall_s']:.1f} s for {run['steps']:,} steps, "
-              f"seeds: {len(run['returns'])} (compile {run['compile_s']:.1f} s), mean return "
-              f"{run['mean_return']:.1f}", flush=True)  # fmt: skip
-    out[f"ratio_{key}_wall"] = out[f"{key}_rollax"]["wall_s"] / out[f"{key}_rejax"]["wall_s"]
+        print(f"  {row.name} {name}: {run['wall_s']:.1f} s for {run['steps']:,} steps x "
+              f"{len(run['returns'])} seeds (compile {run['compile_s'] or 0:.1f} s), mean "
+              f"return {run['mean_return']:.1f}", flush=True)  # fmt: skip
+    peer = next(name for name in runs if name != "rollax")
+    out[f"ratio_{key}_wall"] = out[f"{key}_rollax"]["wall_s"] / out[f"{key}_{peer}"]["wall_s"]
 
 
 def agents(sizes: Sizes, repeats: int) -> dict[str, Any]:
@@ -419,7 +447,7 @@ def agents(sizes: Sizes, repeats: int) -> dict[str, Any]:
     libraries = (("rejax", returns.rejax_run), ("rollax", returns.rollax_run))
     runs = {name: run(row, sizes.pqn_steps, sizes.ppo_seeds, sizes.episodes)
             for name, run in libraries}  # fmt: skip
-    _against_rejax(out, "pqn", row, runs)
+    _side_by_side(out, "pqn", row, runs)
 
     if sizes.pqn_craftax_steps:
         preset, steps = PRESETS[returns.CRAFTAX], sizes.pqn_craftax_steps
@@ -442,7 +470,71 @@ def agents(sizes: Sizes, repeats: int) -> dict[str, Any]:
             traceback.print_exc()
             out[f"{key}_error"] = f"{type(e).__name__}: {e}"
             continue
-        _against_rejax(out, key, row, runs)
+        _side_by_side(out, key, row, runs)
+    return out
+
+
+# ---------------------------------------------------------------------------- Playground
+
+PLAYGROUND_LIMIT = 16
+"""The short-episode regime of the reset comparison: every episode cut at 16 steps."""
+
+
+def playground_ppo(sizes: Sizes) -> Any:
+    """rollax's PPO on Playground at a GPU's scale: Playground's published Brax PPO batch
+    (``dm_control_suite_params.brax_ppo_config``: 2,048 environments, 16 unrolls of 30 steps
+    between updates, 16 epochs of 32 minibatches, 983,040 steps an iteration) over the
+    CartpoleBalance preset's learning rate, discount, reward scale and observation
+    normalization. rollax estimates advantages over each environment's 480 steps, where Brax
+    cuts them into unrolls of 30. The environments and steps are ``Sizes``'."""
+    from rollax.agents.ppo import PRESETS
+
+    envs, steps = sizes.playground_batch
+    return PRESETS["playground/CartpoleBalance"].replace(
+        num_envs=envs, num_steps=steps, num_epochs=16, num_minibatches=32
+    )
+
+
+def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """MuJoCo Playground: rollax's default reset strategy against Playground's cached reset
+    and its ``full_reset=True`` (``benchmarks/worlds.py``'s rows), and rollax's PPO against
+    Brax's PPO with Playground's published settings (``benchmarks/returns.py``'s peer)."""
+    import returns
+    import rollax
+    import worlds
+
+    out: dict[str, Any] = {}
+    for task in sizes.playground_tasks:
+        env_id = f"playground/{task}"
+        for n in sizes.playground_envs:
+            default = rollax.make(env_id, num_envs=n).reset_strategy
+            row = worlds.measure(
+                "playground", env_id, n, steps=sizes.playground_steps, repeats=repeats,
+                limit=PLAYGROUND_LIMIT, strategies=(default,),
+            )  # fmt: skip
+            for regime in ("natural", f"limit {PLAYGROUND_LIMIT}"):
+                mine = row[f"{regime} | rollax {default}"]["steps_per_s"]
+                for reset in ("cached", "full_reset"):
+                    theirs = row[f"{regime} | playground {reset}"]["steps_per_s"]
+                    row[f"{regime} | ratio_default_over_{reset}"] = mine / theirs
+            out[f"{task}@{n}"] = row
+
+    if not sizes.playground_ppo_steps:
+        return out
+    config, steps = playground_ppo(sizes), sizes.playground_ppo_steps
+    for task in sizes.playground_tasks:
+        row = returns.Row(f"playground/{task}", "playground", task, {}, steps)
+        seeds, episodes = sizes.playground_seeds, sizes.episodes
+        try:  # one task's failure (memory, a missing package) leaves the other figures
+            runs = {
+                "brax": returns.playground_run(row, steps, seeds, episodes),
+                "rollax": returns.ppo_run(config, row.task, steps, seeds, episodes),
+            }
+        except Exception as e:
+            traceback.print_exc()
+            out[f"ppo_{task}_error"] = f"{type(e).__name__}: {e}"
+            continue
+        _side_by_side(out, f"ppo_{task}", row, runs)
     return out
 
 
@@ -548,6 +640,7 @@ SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
     "pixels": pixels,
     "sweep": sweep,
     "agents": agents,
+    "playground": playground,
     "pbt": pbt,
 }
 
@@ -556,7 +649,8 @@ def versions() -> dict[str, str | None]:
     """The versions of JAX and of every library measured."""
     out: dict[str, str | None] = {"python": sys.version.split()[0]}
     for name in ("rollax", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "flax",
-                 "optax", "gymnax", "rejax", "craftax"):  # fmt: skip
+                 "optax", "gymnax", "rejax", "craftax", "brax", "mujoco", "mujoco-mjx",
+                 "playground"):  # fmt: skip
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

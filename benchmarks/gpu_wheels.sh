@@ -19,6 +19,7 @@ packages=(
     rejax distrax tfp-nightly dm-tree gast decorator  # the training peer
     craftax                          # Craftax-Classic
     brax jaxopt trimesh mujoco mujoco-core mujoco-mjx  # Brax's Ant and Humanoid (TD3)
+    playground ml_collections lxml tqdm  # MuJoCo Playground's DM Control tasks (MJX, no Warp)
 )
 specs=()
 for name in "${packages[@]}"; do

@@ -27,11 +27,12 @@ td3:Pendulum-v1,                the preset's budget  rejax 0.1.3's TD3 with its 
 td3:MountainCarContinuous-v0                         ``configs/gymnax/<task>.yaml`` settings
 td3:brax/inverted_pendulum      the preset's budget  rejax 0.1.3's TD3 with rollax's preset (rejax
                                                      ships none), on rejax's Brax adapter
-playground/CartpoleBalance      the preset's budget  Brax's PPO as MuJoCo Playground trains it:
-                                                     Playground's published settings, its Brax
-                                                     wrapper; counts where its IQM reaches 900
+playground/CartpoleBalance,     the preset's budget  Brax's PPO (SAC) as MuJoCo Playground trains
+sac:playground/CartpoleBalance                       it: Playground's published settings, its
+                                                     Brax wrapper; counts where its IQM reaches
+                                                     900
 fresh-vs-cached:playground/     the preset's budget  rollax's same preset with the cached reset
-CartpoleBalance                                      (Playground's wrapper): does freshness pay?
+CartpoleBalance, ...ReacherEasy                      (Playground's wrapper): does freshness pay?
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
@@ -246,6 +247,7 @@ CRAFTAX = "craftax/Craftax-Classic-Symbolic-v1"
 # near 0.
 MINATAR_THRESHOLDS = {"Breakout": 15.0}
 PLAYGROUND_CARTPOLE = "playground/CartpoleBalance"
+PLAYGROUND_REACHER = "playground/ReacherEasy"
 CLASSIC_THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCarContinuous-v0": 50.0}
 
 
@@ -271,7 +273,7 @@ class Row:
     """A return that tells a run which learned the task from one stuck short of it, where
     runs split that way (``None``: no such split)."""
     algo: str = "ppo"
-    """rollax's agent, and the peer's (``"ppo"``, ``"pqn"`` or ``"td3"``)."""
+    """rollax's agent, and the peer's (``"ppo"``, ``"pqn"``, ``"sac"`` or ``"td3"``)."""
     comparable_at: float | None = None
     """The IQM the peer must reach for the row to count: below it the verdict is "not
     comparable at this budget" and the row gives both figures (``None``: every row counts)."""
@@ -320,13 +322,19 @@ ROWS = [
         Row(task, "rejax", task, s, None, CLASSIC_THRESHOLDS.get(task), "td3")
         for task, s in REJAX_TD3.items()
     ),
-    Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, comparable_at=900.0),
-    Row(PLAYGROUND_CARTPOLE, "cached", PLAYGROUND_CARTPOLE, {"reset_strategy": "cached"}),
+    *(
+        Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, algo=a, comparable_at=900.0)
+        for a in ("ppo", "sac")
+    ),
+    *(
+        Row(task, "cached", task, {"reset_strategy": "cached"})
+        for task in (PLAYGROUND_CARTPOLE, PLAYGROUND_REACHER)
+    ),
 ]
 
 
 def presets(algo: str) -> dict[str, Any]:
-    """rollax's presets of ``algo`` (``"ppo"``, ``"pqn"`` or ``"td3"``)."""
+    """rollax's presets of ``algo`` (``"ppo"``, ``"pqn"``, ``"sac"`` or ``"td3"``)."""
     import importlib
 
     return importlib.import_module(f"rollax.agents.{algo}").PRESETS
@@ -566,20 +574,28 @@ def _replicate_shim() -> None:
 
 
 def brax_seeds(
-    make_env: Any, settings: dict, budget: int, seeds: int, episodes: int, **train: Any
+    make_env: Any,
+    settings: dict,
+    budget: int,
+    seeds: int,
+    episodes: int,
+    algo: str = "ppo",
+    **train: Any,
 ) -> dict[str, Any]:
-    """Brax's PPO on a fresh ``make_env()`` for each seed, seed after seed (its ``train`` runs
-    a whole training loop in Python and cannot be mapped over keys), with ``settings`` and
-    ``train`` as its arguments; its final evaluation is not timed."""
-    from brax.training.agents.ppo import train as ppo
+    """Brax's PPO (or SAC: ``algo="sac"``) on a fresh ``make_env()`` for each seed, seed
+    after seed (its ``train`` runs a whole training loop in Python and cannot be mapped over
+    keys), with ``settings`` and ``train`` as its arguments; its final evaluation is not
+    timed."""
+    import importlib
 
+    trainer = importlib.import_module(f"brax.training.agents.{algo}.train")
     _replicate_shim()
     returns, wall_s = [], 0.0
     for seed in range(seeds):
         final: dict[str, Any] = {}
         jax.clear_caches()
         with Timed() as t:
-            ppo.train(
+            trainer.train(
                 environment=make_env(),
                 num_timesteps=budget,
                 num_evals=1,
@@ -605,17 +621,28 @@ def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]
     return brax_seeds(lambda: envs.get_environment(row.peer_env), settings, budget, seeds, episodes)
 
 
-def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """Brax's PPO as MuJoCo Playground trains its DM Control tasks (:func:`brax_seeds`):
-    Playground's published settings (``dm_control_suite_params.brax_ppo_config``, Brax's
-    default networks) on its own environment (MJX, ``impl="jax"``, as rollax's) through
-    ``wrap_for_brax_training``, the cached reset and all."""
-    from mujoco_playground import registry, wrapper
+def playground_settings(task: str, algo: str, budget: int) -> dict[str, Any]:
+    """Brax's ``algo`` (``"ppo"`` or ``"sac"``) settings as MuJoCo Playground publishes them
+    for ``task`` (``dm_control_suite_params.brax_<algo>_config``), as ``train`` arguments:
+    the budget and evaluations are the row's, and a budget under 10 batches of environments
+    shrinks the batch (a quick check that the row runs, not a measurement)."""
+    import functools
+
     from mujoco_playground.config import dm_control_suite_params
 
-    published = dm_control_suite_params.brax_ppo_config(row.peer_env)
+    published = getattr(dm_control_suite_params, f"brax_{algo}_config")(task)
     settings = {k: v for k, v in published.items() if k not in ("num_timesteps", "num_evals")}
-    if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
+    if algo == "sac":
+        from brax.training.agents.sac import networks
+
+        factory = dict(settings.pop("network_factory", {}))
+        settings["network_factory"] = functools.partial(networks.make_sac_networks, **factory)
+        # Brax's SAC takes no num_resets_per_eval: its wrapper's cached starts stay for the run.
+        settings.pop("num_resets_per_eval", None)
+        if budget < 10 * settings["num_envs"]:
+            settings.update(num_envs=16, batch_size=16, min_replay_size=16, grad_updates_per_step=1)
+        return settings
+    if budget < 10 * settings["num_envs"]:
         settings.update(num_envs=16, batch_size=16, num_minibatches=4, unroll_length=8)
     # Brax trains at least one iteration (983,040 steps with the published batch) between two
     # of its num_resets_per_eval resets: no more resets than whole iterations fit the budget,
@@ -625,14 +652,25 @@ def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str
     settings["num_resets_per_eval"] = min(
         settings["num_resets_per_eval"], max(budget // iteration, 1)
     )
+    return settings
+
+
+def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
+    """Brax's PPO or SAC (``row.algo``) as MuJoCo Playground trains its DM Control tasks
+    (:func:`brax_seeds`): Playground's published settings (:func:`playground_settings`,
+    Brax's default networks) on its own environment (MJX, ``impl="jax"``, as rollax's)
+    through ``wrap_for_brax_training``, the cached reset and all."""
+    from mujoco_playground import registry, wrapper
+
     env_config = registry.get_default_config(row.peer_env)
     env_config["impl"] = "jax"
     return brax_seeds(
         lambda: registry.load(row.peer_env, config=env_config),
-        settings,
+        playground_settings(row.peer_env, row.algo, budget),
         budget,
         seeds,
         episodes,
+        row.algo,
         wrap_env_fn=wrapper.wrap_for_brax_training,
     )
 

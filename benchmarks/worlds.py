@@ -357,6 +357,76 @@ def world_cost(n: int, repeats: int) -> dict[str, float]:
     return out
 
 
+def measure(
+    suite: str,
+    env_id: str,
+    n: int,
+    *,
+    steps: int,
+    repeats: int,
+    limit: int,
+    strategies: tuple[str, ...] | list[str] = FRESH,
+    reset_ratio: int = 16,
+    slow_steps: int | None = None,
+    autoreset_steps: int | None = None,
+) -> dict[str, Any]:
+    """One row of the table: every variant of ``suite`` on ``env_id`` at ``n`` environments,
+    in both regimes (``natural`` and ``limit <limit>``), keyed ``"<regime> | <variant>"``,
+    with rollax's default strategy under ``"default"`` (and Craftax's world cost)."""
+    regimes = {"natural": None, f"limit {limit}": limit}
+    world = {"craftax": craftax_world, "jumanji": maze_world, "playground": physics_world}[suite]
+    probe = rollax.make(env_id, num_envs=n)
+    table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), steps))
+    row: dict[str, Any] = {"default": probe.reset_strategy}
+    if suite == "craftax":
+        row["cost"] = world_cost(n, repeats)
+        print(f"{suite} {n}: {row['cost']}", flush=True)
+    # Each variant with the regimes it runs in.
+    variants: dict[str, Any] = {
+        f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in strategies
+    }
+    if suite == "craftax":
+        variants["craftax autoreset"] = (craftax_autoreset_variant(n), regimes)
+        variants["optimistic"] = (craftax_optimistic_variant(n, reset_ratio), regimes)
+    elif suite == "jumanji":
+        for regime, cut in regimes.items():
+            variants[f"jumanji AutoResetWrapper ({regime})"] = (
+                jumanji_autoreset_variant(n, cut),
+                {regime: cut},
+            )
+    else:
+        task = env_id.partition("/")[2]
+        for regime, cut in regimes.items():
+            for reset, full in (("cached", False), ("full_reset", True)):
+                variants[f"playground {reset} ({regime})"] = (
+                    playground_wrapper_variant(task, n, cut, full),
+                    {regime: cut},
+                )
+    prepared: dict[str, dict[str, tuple[Callable, dict]]] = {}
+    alone = set()  # timed once, with their own number of steps
+    for name, (variant, only) in variants.items():
+        length = steps
+        if name in ("rollax every_step", "craftax autoreset") and slow_steps:
+            length = slow_steps
+            alone.add(name)
+        if name == "craftax autoreset" and autoreset_steps:
+            length = autoreset_steps
+            alone.add(name)
+            # Where no episode can end, its speed is the natural regime's.
+            only = {r: v for r, v in only.items() if v is None or length > v}
+        prepared[name] = prepare(variant, table[:length], world, only)
+    for name, by_regime in timed(prepared, repeats, alone).items():
+        name = name.split(" (")[0]
+        for regime, figures in by_regime.items():
+            row[f"{regime} | {name}"] = figures
+            fresh = figures["freshness"]
+            print(f"{suite:7s} {n:5d} {regime:9s} {name:26s} "
+                  f"{figures['steps_per_s']:>12,.0f} steps/s  freshness "
+                  f"{'-' if fresh is None else f'{fresh:.4f}'} of "
+                  f"{figures['episodes']} episodes", flush=True)  # fmt: skip
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
@@ -381,62 +451,14 @@ def main() -> None:
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
     results: dict[str, Any] = {"args": vars(args), "backend": jax.default_backend()}
-    regimes = {"natural": None, f"limit {args.limit}": args.limit}
     tasks = {"craftax": [f"craftax/{CRAFTAX}"], "jumanji": [f"jumanji/{MAZE}"],
              "playground": [f"playground/{t}" for t in args.playground_tasks]}  # fmt: skip
-    worlds = {"craftax": craftax_world, "jumanji": maze_world, "playground": physics_world}
     for suite, env_id, n in [(s, e, n) for s in args.suites for e in tasks[s] for n in args.sizes]:
-        world = worlds[suite]
-        probe = rollax.make(env_id, num_envs=n)
-        table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), args.steps))
-        row: dict[str, Any] = {"default": probe.reset_strategy}
-        if suite == "craftax":
-            row["cost"] = world_cost(n, args.repeats)
-            print(f"{suite} {n}: {row['cost']}", flush=True)
-        # Each variant with the regimes it runs in.
-        variants: dict[str, Any] = {
-            f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in args.strategies
-        }
-        if suite == "craftax":
-            variants["craftax autoreset"] = (craftax_autoreset_variant(n), regimes)
-            optimistic = craftax_optimistic_variant(n, args.reset_ratio)
-            variants["optimistic"] = (optimistic, regimes)
-        elif suite == "jumanji":
-            for regime, limit in regimes.items():
-                variants[f"jumanji AutoResetWrapper ({regime})"] = (
-                    jumanji_autoreset_variant(n, limit),
-                    {regime: limit},
-                )
-        else:
-            task = env_id.partition("/")[2]
-            for regime, limit in regimes.items():
-                for reset, full in (("cached", False), ("full_reset", True)):
-                    variants[f"playground {reset} ({regime})"] = (
-                        playground_wrapper_variant(task, n, limit, full),
-                        {regime: limit},
-                    )
-        prepared: dict[str, dict[str, tuple[Callable, dict]]] = {}
-        alone = set()  # timed once, with their own number of steps
-        for name, (variant, only) in variants.items():
-            steps = args.steps
-            if name in ("rollax every_step", "craftax autoreset") and args.slow_steps:
-                steps = args.slow_steps
-                alone.add(name)
-            if name == "craftax autoreset" and args.autoreset_steps:
-                steps = args.autoreset_steps
-                alone.add(name)
-                # Where no episode can end, its speed is the natural regime's.
-                only = {r: v for r, v in only.items() if v is None or steps > v}
-            prepared[name] = prepare(variant, table[:steps], world, only)
-        for name, by_regime in timed(prepared, args.repeats, alone).items():
-            name = name.split(" (")[0]
-            for regime, figures in by_regime.items():
-                row[f"{regime} | {name}"] = figures
-                fresh = figures["freshness"]
-                print(f"{suite:7s} {n:5d} {regime:9s} {name:26s} "
-                      f"{figures['steps_per_s']:>12,.0f} steps/s  freshness "
-                      f"{'-' if fresh is None else f'{fresh:.4f}'} of "
-                      f"{figures['episodes']} episodes", flush=True)  # fmt: skip
+        row = measure(
+            suite, env_id, n, steps=args.steps, repeats=args.repeats, limit=args.limit,
+            strategies=args.strategies, reset_ratio=args.reset_ratio,
+            slow_steps=args.slow_steps, autoreset_steps=args.autoreset_steps,
+        )  # fmt: skip
         results[f"{suite} {n}" if suite != "playground" else f"{env_id} {n}"] = row
     print_ratios(results)
     print(json.dumps(results))

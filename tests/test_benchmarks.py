@@ -219,11 +219,12 @@ def test_worlds_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
-@pytest.mark.extra("gymnax", "rejax", "craftax")
+@pytest.mark.extra("gymnax", "rejax", "craftax", "playground")
 def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     # What a session lent a GPU runs first: every section must get there without an error.
     report = _report("gpu.py", "--tiny --repeats 1", timeout=900)
-    sections = {"stepping", "ppo", "offpolicy", "craftax", "pixels", "sweep", "agents", "pbt"}
+    sections = {"stepping", "ppo", "offpolicy", "craftax", "pixels", "sweep", "agents",
+                "playground", "pbt"}  # fmt: skip
     assert report["backend"] == "cpu" and report["tiny"] is True
     assert {name: report[name].get("error") for name in sections} == dict.fromkeys(sections)
     assert report["stepping"]["CartPole-v1@64"]["gymnax"] > 0
@@ -233,3 +234,10 @@ def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     assert agents["ratio_pqn_wall"] > 0 and agents["ratio_td3_Pendulum-v1_wall"] > 0
     assert "td3_Pendulum-v1_error" not in agents
     assert report["pbt"]["ratio_wall"] > 0 and report["pbt"]["pbt"]["chosen"] in range(8)
+    playground = report["playground"]
+    resets = playground["CartpoleBalance@8"]
+    assert resets["limit 16 | ratio_default_over_cached"] > 0
+    assert resets[f"limit 16 | rollax {resets['default']}"]["freshness"] == 1.0
+    assert resets["limit 16 | playground cached"]["freshness"] == 0.0
+    assert playground["ratio_ppo_CartpoleBalance_wall"] > 0
+    assert len(playground["ppo_CartpoleBalance_brax"]["returns"]) == 1
