@@ -32,7 +32,7 @@ Sections (``--only`` runs some of them):
   with ``full_reset=True`` (``benchmarks/worlds.py``'s variants: steps/s and freshness at
   1,024 and 8,192 environments, in 1,000-step and in 16-step episodes), and rollax's PPO
   against Brax's PPO with Playground's published settings (``benchmarks/returns.py``'s peer),
-  2 seeds each for 9.8M steps, rollax at Playground's batch (``playground_ppo``): wall time
+  one seed each for 9.8M steps, rollax at Playground's batch (``playground_ppo``): wall time
   and return.
 - ``pbt``: population-based training on Craftax-Classic-Symbolic: ``benchmarks/pbt.py``'s
   two arms (8 members from the same learning-rate x entropy grid, with and without PBT) with
@@ -139,8 +139,8 @@ class Sizes:
     playground_ppo_steps: int = 9_830_400
     """PPO's budget per seed and task, both libraries (10 of Brax's iterations with
     Playground's settings; 0: no learning)."""
-    playground_seeds: int = 2
-    """PPO's seeds per task and library."""
+    playground_seeds: int = 1
+    """PPO's seeds per task and library (Brax compiles again for each)."""
     playground_batch: tuple[int, int] = (2_048, 480)
     """rollax's PPO on Playground: environments and steps per environment between updates."""
     pbt_env: str = "craftax/Craftax-Classic-Symbolic-v1"
