@@ -1,7 +1,8 @@
 """Learning quality: final returns over many seeds, rollax's presets against the peer.
 
 One row per task rollax ships a PPO preset for, and one per task of its PQN and TD3 presets
-(``pqn:CartPole-v1``, ``td3:Pendulum-v1``), each run side by side with its peer on the same
+and of SAC's Playground preset (``pqn:CartPole-v1``, ``td3:Pendulum-v1``,
+``sac:playground/CartpoleBalance``), each run side by side with its peer on the same
 budget and ``--seeds`` seeds (10 by default; each library compiles afresh for every row:
 ``jax.clear_caches()``):
 
@@ -36,8 +37,8 @@ CartpoleBalance, ...ReacherEasy                      (Playground's wrapper): doe
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
-maps its jitted ``train`` over the seeds' keys (``jax.vmap``); Brax's PPO, a Python loop
-around its jitted steps, runs seed after seed.
+maps its jitted ``train`` over the seeds' keys (``jax.vmap``); Brax's PPO and SAC, Python
+loops around their jitted steps, run seed after seed.
 
 Figures per row:
 
@@ -55,10 +56,10 @@ Figures per row:
 - **seeds above the threshold**, on rows whose runs split into learned and stuck (Breakout:
   above 15, off the plateau near 7).
 - **wall time per seed**: compile and training of every seed (rollax: ``make_ppo``,
-  ``warmup``, ``init``, ``run``; rejax: its mapped ``train``; Brax: each ``ppo.train`` less
-  its final evaluation) divided by the seeds. rollax and rejax compile once for all the
-  seeds, Brax once per seed (its price for running seeds one after the other). Evaluation
-  is not timed.
+  ``warmup``, ``init``, ``run``; rejax: its mapped ``train``; Brax: each ``ppo.train`` or
+  ``sac.train`` less its final evaluation) divided by the seeds. rollax and rejax compile
+  once for all the seeds, Brax once per seed (its price for running seeds one after the
+  other). Evaluation is not timed.
 - **achievements** (Craftax): the mean number of Craftax's 22 achievements an episode of the
   final policy unlocked, per seed, and how often each was unlocked.
 
@@ -78,7 +79,9 @@ seeds on 2 CPU cores, most of it the authors' settings), and so do Playground's 
 ``playground`` extra). Playground's published PPO settings are a GPU's: 2,048 environments
 and 16 epochs of 32 minibatches of 1,024, 983,040 steps an iteration. On 2 CPU cores one
 seed of them did not finish its first 2M steps in 14 minutes, so that row is for a GPU; a
-``--budget`` under 20,480 shrinks its batch for a quick check, as for Brax's row.
+``--budget`` under 20,480 shrinks its batch for a quick check, as for Brax's row. Its SAC
+settings (128 environments, 8 gradient steps of 512 a step, 8,192 random steps first, 5M
+steps) run here at the SAC preset's 262,144 steps; a ``--budget`` under 81,920 shrinks them.
 
 Usage:
     python benchmarks/returns.py [--tasks TASK ...] [--seeds 10] [--episodes 64] [--reps 5000]
@@ -258,8 +261,8 @@ class Row:
     task: str
     """rollax's id (and the preset's key)."""
     peer: str
-    """``"rejax"``, ``"brax"``, ``"playground"`` (Brax's PPO as MuJoCo Playground trains the
-    task), ``"authors"`` (the suite authors' PPO settings, run by rollax's PPO),
+    """``"rejax"``, ``"brax"``, ``"playground"`` (Brax's PPO or SAC as MuJoCo Playground
+    trains the task), ``"authors"`` (the suite authors' PPO settings, run by rollax's PPO),
     ``"random"`` (a uniform random policy, where no peer trains on the suite: the floor
     learning must clear) or ``"cached"`` (rollax's own preset with the environment options
     of ``peer_settings``: the fresh-versus-cached comparison)."""
@@ -624,8 +627,9 @@ def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]
 def playground_settings(task: str, algo: str, budget: int) -> dict[str, Any]:
     """Brax's ``algo`` (``"ppo"`` or ``"sac"``) settings as MuJoCo Playground publishes them
     for ``task`` (``dm_control_suite_params.brax_<algo>_config``), as ``train`` arguments:
-    the budget and evaluations are the row's, and a budget under 10 batches of environments
-    shrinks the batch (a quick check that the row runs, not a measurement)."""
+    the budget and evaluations are the row's, and a small budget shrinks the batch (a quick
+    check that the row runs, not a measurement: PPO's under 10 batches of environments,
+    SAC's under 10 times its first random steps)."""
     import functools
 
     from mujoco_playground.config import dm_control_suite_params
@@ -639,8 +643,10 @@ def playground_settings(task: str, algo: str, budget: int) -> dict[str, Any]:
         settings["network_factory"] = functools.partial(networks.make_sac_networks, **factory)
         # Brax's SAC takes no num_resets_per_eval: its wrapper's cached starts stay for the run.
         settings.pop("num_resets_per_eval", None)
-        if budget < 10 * settings["num_envs"]:
-            settings.update(num_envs=16, batch_size=16, min_replay_size=16, grad_updates_per_step=1)
+        if budget < 10 * settings["min_replay_size"]:
+            settings.update(num_envs=16, batch_size=16, grad_updates_per_step=1,
+                            min_replay_size=min(settings["min_replay_size"], budget // 4),
+                            max_replay_size=budget)  # fmt: skip
         return settings
     if budget < 10 * settings["num_envs"]:
         settings.update(num_envs=16, batch_size=16, num_minibatches=4, unroll_length=8)
@@ -657,9 +663,10 @@ def playground_settings(task: str, algo: str, budget: int) -> dict[str, Any]:
 
 def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
     """Brax's PPO or SAC (``row.algo``) as MuJoCo Playground trains its DM Control tasks
-    (:func:`brax_seeds`): Playground's published settings (:func:`playground_settings`,
-    Brax's default networks) on its own environment (MJX, ``impl="jax"``, as rollax's)
-    through ``wrap_for_brax_training``, the cached reset and all."""
+    (:func:`brax_seeds`): Playground's published settings (:func:`playground_settings`:
+    Brax's default networks, SAC's critics with layer normalization) on its own environment
+    (MJX, ``impl="jax"``, as rollax's) through ``wrap_for_brax_training``, the cached reset
+    and all."""
     from mujoco_playground import registry, wrapper
 
     env_config = registry.get_default_config(row.peer_env)

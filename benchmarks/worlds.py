@@ -365,19 +365,21 @@ def measure(
     steps: int,
     repeats: int,
     limit: int,
-    strategies: tuple[str, ...] | list[str] = FRESH,
+    strategies: tuple[str, ...] | list[str] | None = FRESH,
     reset_ratio: int = 16,
     slow_steps: int | None = None,
     autoreset_steps: int | None = None,
 ) -> dict[str, Any]:
     """One row of the table: every variant of ``suite`` on ``env_id`` at ``n`` environments,
     in both regimes (``natural`` and ``limit <limit>``), keyed ``"<regime> | <variant>"``,
-    with rollax's default strategy under ``"default"`` (and Craftax's world cost)."""
+    with rollax's default strategy under ``"default"`` (and Craftax's world cost).
+    ``strategies``: rollax's strategies to run (``None``: the default one only)."""
     regimes = {"natural": None, f"limit {limit}": limit}
     world = {"craftax": craftax_world, "jumanji": maze_world, "playground": physics_world}[suite]
     probe = rollax.make(env_id, num_envs=n)
     table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), steps))
     row: dict[str, Any] = {"default": probe.reset_strategy}
+    strategies = (probe.reset_strategy,) if strategies is None else strategies
     if suite == "craftax":
         row["cost"] = world_cost(n, repeats)
         print(f"{suite} {n}: {row['cost']}", flush=True)
@@ -464,22 +466,32 @@ def main() -> None:
     print(json.dumps(results))
 
 
+def ratios(row: dict[str, Any]) -> dict[str, float]:
+    """rollax's default strategy against each of the suite's own variants in one row of
+    :func:`measure`: the ratio of steps/s, keyed ``"<regime> | default / <variant>"`` (none
+    where the default strategy was not among those measured)."""
+    out = {}
+    for key, figures in row.items():
+        regime, _, variant = key.partition(" | ")
+        if not variant or variant.startswith(("rollax", "default")):
+            continue
+        mine = row.get(f"{regime} | rollax {row['default']}")
+        if mine is not None:
+            out[f"{regime} | default / {variant}"] = mine["steps_per_s"] / figures["steps_per_s"]
+    return out
+
+
 def print_ratios(results: dict[str, Any]) -> None:
     """rollax's default strategy against each suite's own, per size and regime."""
     for name, row in results.items():
         if not isinstance(row, dict) or "default" not in row:
             continue
-        default = f"rollax {row['default']}"
-        for key, figures in row.items():
-            regime, _, variant = key.partition(" | ")
-            if not variant or variant.startswith("rollax"):
-                continue
-            mine = row.get(f"{regime} | {default}")
-            if mine is None:  # the default strategy was not among --strategies
-                continue
-            print(f"{name} {regime}: rollax {row['default']} / {variant} = "
-                  f"{mine['steps_per_s'] / figures['steps_per_s']:.2f}x steps/s, freshness "
-                  f"{mine['freshness']} against {figures['freshness']}")  # fmt: skip
+        for key, ratio in ratios(row).items():
+            regime, _, variant = key.partition(" | default / ")
+            mine, theirs = row[f"{regime} | rollax {row['default']}"], row[f"{regime} | {variant}"]
+            print(f"{name} {regime}: rollax {row['default']} / {variant} = {ratio:.2f}x "
+                  f"steps/s, freshness {mine['freshness']} against "
+                  f"{theirs['freshness']}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -236,7 +236,7 @@ def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     assert report["pbt"]["ratio_wall"] > 0 and report["pbt"]["pbt"]["chosen"] in range(8)
     playground = report["playground"]
     resets = playground["CartpoleBalance@8"]
-    assert resets["limit 16 | ratio_default_over_cached"] > 0
+    assert resets["limit 16 | default / playground cached"] > 0
     assert resets[f"limit 16 | rollax {resets['default']}"]["freshness"] == 1.0
     assert resets["limit 16 | playground cached"]["freshness"] == 0.0
     assert playground["ratio_ppo_CartpoleBalance_wall"] > 0
