@@ -29,9 +29,9 @@ td3:MountainCarContinuous-v0                         ``configs/gymnax/<task>.yam
 td3:brax/inverted_pendulum      the preset's budget  rejax 0.1.3's TD3 with rollax's preset (rejax
                                                      ships none), on rejax's Brax adapter
 playground/CartpoleBalance,     the preset's budget  Brax's PPO (SAC) as MuJoCo Playground trains
-sac:playground/CartpoleBalance                       it: Playground's published settings, its
-                                                     Brax wrapper; counts where its IQM reaches
-                                                     900
+sac:playground/CartpoleBalance,                      it: Playground's published settings, its
+td3:playground/CartpoleBalance                       Brax wrapper; counts where its IQM reaches
+                                                     900 (TD3's peer is Brax's SAC)
 fresh-vs-cached:playground/     the preset's budget  rollax's same preset with the cached reset
 CartpoleBalance, ...ReacherEasy                      (Playground's wrapper): does freshness pay?
 ==============================  ===================  ==============================================
@@ -262,7 +262,8 @@ class Row:
     """rollax's id (and the preset's key)."""
     peer: str
     """``"rejax"``, ``"brax"``, ``"playground"`` (Brax's PPO or SAC as MuJoCo Playground
-    trains the task), ``"authors"`` (the suite authors' PPO settings, run by rollax's PPO),
+    trains the task: ``BRAX_LEARNERS``), ``"authors"`` (the suite authors' PPO settings, run
+    by rollax's PPO),
     ``"random"`` (a uniform random policy, where no peer trains on the suite: the floor
     learning must clear) or ``"cached"`` (rollax's own preset with the environment options
     of ``peer_settings``: the fresh-versus-cached comparison)."""
@@ -327,7 +328,7 @@ ROWS = [
     ),
     *(
         Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, algo=a, comparable_at=900.0)
-        for a in ("ppo", "sac")
+        for a in ("ppo", "sac", "td3")
     ),
     *(
         Row(task, "cached", task, {"reset_strategy": "cached"})
@@ -671,15 +672,21 @@ def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str
 
     env_config = registry.get_default_config(row.peer_env)
     env_config["impl"] = "jax"
+    learner = BRAX_LEARNERS[row.algo]
     return brax_seeds(
         lambda: registry.load(row.peer_env, config=env_config),
-        playground_settings(row.peer_env, row.algo, budget),
+        playground_settings(row.peer_env, learner, budget),
         budget,
         seeds,
         episodes,
-        row.algo,
+        learner,
         wrap_env_fn=wrapper.wrap_for_brax_training,
     )
+
+
+BRAX_LEARNERS = {"ppo": "ppo", "sac": "sac", "td3": "sac"}
+"""Brax's learner beside each of rollax's agents on Playground's rows: Brax has no TD3, and
+SAC is Playground's off-policy learner."""
 
 
 PEERS = {
