@@ -29,11 +29,11 @@ td3:MountainCarContinuous-v0                         ``configs/gymnax/<task>.yam
 td3:brax/inverted_pendulum      the preset's budget  rejax 0.1.3's TD3 with rollax's preset (rejax
                                                      ships none), on rejax's Brax adapter
 playground/CartpoleBalance,     the preset's budget  Brax's PPO (SAC) as MuJoCo Playground trains
-sac:playground/CartpoleBalance,                      it: Playground's published settings, its
+sac:playground/CartpoleBalance                       it: Playground's published settings, its
 td3:playground/CartpoleBalance                       Brax wrapper; counts where its IQM reaches
                                                      900 (TD3's peer is Brax's SAC)
 fresh-vs-cached:playground/     the preset's budget  rollax's same preset with the cached reset
-CartpoleBalance, ...ReacherEasy                      (Playground's wrapper): does freshness pay?
+CartpoleBalance, ReacherEasy                         (Playground's wrapper): does freshness pay?
 ==============================  ===================  ==============================================
 
 How the seeds run: rollax trains all of a row's seeds in one program (``num_seeds``); rejax
