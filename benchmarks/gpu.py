@@ -191,7 +191,6 @@ TINY = Sizes(
     playground_envs=(8,),
     playground_steps=20,
     playground_ppo_steps=1_024,
-    playground_seeds=1,
     playground_batch=(16, 8),
     # CartPole: the craftax section compiles Craftax's step already; this checks the arms.
     pbt_env="CartPole-v1",
