@@ -55,6 +55,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import importlib.metadata
@@ -62,7 +63,7 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -419,6 +420,18 @@ def rejax_td3(config: Any) -> dict[str, Any]:
     )  # fmt: skip
 
 
+@contextlib.contextmanager
+def _failure_kept(out: dict[str, Any], key: str) -> Iterator[None]:
+    """Runs the block; should it raise, prints the traceback, says what failed in
+    ``out[f"{key}_error"]`` and goes on: one figure's failure (memory, a missing package)
+    leaves the others."""
+    try:
+        yield
+    except Exception as e:
+        traceback.print_exc()
+        out[f"{key}_error"] = f"{type(e).__name__}: {e}"
+
+
 def _side_by_side(out: dict[str, Any], key: str, row: Any, runs: dict[str, Any]) -> None:
     """Put rollax's and its peer's figures on ``row`` (``runs``: ``{"<peer>": report,
     "rollax": report}``, each a ``returns.runs_report``) into ``out`` under
@@ -461,16 +474,12 @@ def agents(sizes: Sizes, repeats: int) -> dict[str, Any]:
     for task in sizes.td3_tasks:
         key, config = f"td3_{task.split('/')[-1]}", fasttd3(sizes, task)
         row = returns.Row(task, "rejax", task, rejax_td3(config), sizes.td3_steps, algo="td3")
-        try:  # one task's failure (Brax missing, memory) leaves the other figures
+        with _failure_kept(out, key):
             runs = {
                 "rejax": returns.rejax_run(row, sizes.td3_steps, 1, sizes.episodes),
                 "rollax": returns.ppo_run(config, task, sizes.td3_steps, 1, sizes.episodes, "td3"),
             }
-        except Exception as e:
-            traceback.print_exc()
-            out[f"{key}_error"] = f"{type(e).__name__}: {e}"
-            continue
-        _side_by_side(out, key, row, runs)
+            _side_by_side(out, key, row, runs)
     return out
 
 
@@ -505,17 +514,12 @@ def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for task in sizes.playground_tasks:
         for n in sizes.playground_envs:
-            try:  # one size's failure (memory) leaves the other figures
+            with _failure_kept(out, f"{task}@{n}"):
                 row = worlds.measure(
                     "playground", f"playground/{task}", n, steps=sizes.playground_steps,
                     repeats=repeats, limit=PLAYGROUND_LIMIT, strategies=None,
                 )  # fmt: skip
-            except Exception as e:
-                traceback.print_exc()
-                out[f"{task}@{n}_error"] = f"{type(e).__name__}: {e}"
-                continue
-            row.update(worlds.ratios(row))
-            out[f"{task}@{n}"] = row
+                out[f"{task}@{n}"] = {**row, **worlds.ratios(row)}
 
     if not sizes.playground_ppo_steps:
         return out
@@ -523,16 +527,12 @@ def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
     for task in sizes.playground_tasks:
         row = returns.Row(f"playground/{task}", "playground", task, {}, steps)
         seeds, episodes = sizes.playground_seeds, sizes.episodes
-        try:  # one task's failure (memory, a missing package) leaves the other figures
+        with _failure_kept(out, f"ppo_{task}"):
             runs = {
                 "brax": returns.playground_run(row, steps, seeds, episodes),
                 "rollax": returns.ppo_run(config, row.task, steps, seeds, episodes),
             }
-        except Exception as e:
-            traceback.print_exc()
-            out[f"ppo_{task}_error"] = f"{type(e).__name__}: {e}"
-            continue
-        _side_by_side(out, f"ppo_{task}", row, runs)
+            _side_by_side(out, f"ppo_{task}", row, runs)
     return out
 
 

@@ -48,6 +48,7 @@ import pytest
 from hypothesis import settings
 
 import rollax
+from _extras import EXTRAS, absent_modules
 from _xla import use_suite_flags
 from rollax.cli import offscreen_gl_for_mujoco
 
@@ -110,29 +111,6 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
 settings.register_profile("dev", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
-# What `@pytest.mark.extra(NAME)` stands for: the top-level modules that must be importable.
-# The names are pyproject.toml's extras, and for the `bench` extra, each of its packages.
-EXTRAS: dict[str, tuple[str, ...]] = {
-    "gymnasium": ("gymnasium",),
-    "torch": ("torch",),
-    "torchrl": ("torch", "torchrl", "tensordict"),
-    "sb3": ("stable_baselines3", "torch", "gymnasium"),
-    "sbx": ("sbx", "stable_baselines3", "torch", "gymnasium"),
-    "gymnax": ("gymnax",),
-    "brax": ("brax",),
-    "craftax": ("craftax",),
-    "jumanji": ("jumanji",),
-    "xminigrid": ("xminigrid",),
-    "playground": ("mujoco_playground",),
-    "video": ("imageio_ffmpeg",),
-    "docs": ("mkdocs", "material", "mkdocstrings"),
-    "rejax": ("rejax",),
-    "flashbax": ("flashbax",),
-    "rliable": ("rliable",),
-    "pygame": ("pygame",),
-    "wandb": ("wandb",),
-    "mlflow": ("mlflow", "sqlalchemy", "alembic"),
-}
 _OPTION = "--deselect-missing-extras"
 _RECORDS = pytest.StashKey[list]()  # [nodeid or module path, reason]
 _WORKER_KEY = "rollax_deselected_extras"
@@ -166,7 +144,7 @@ def _missing(names: list[str], where: str) -> str:
     for name in dict.fromkeys(names):
         if name not in EXTRAS:
             raise pytest.UsageError(f"{where}: unknown extra {name!r}; known: {sorted(EXTRAS)}")
-        absent = [m for m in EXTRAS[name] if importlib.util.find_spec(m) is None]
+        absent = absent_modules(name)
         if absent:
             reasons.append(f"extra '{name}' not installed: {', '.join(absent)}")
     return "; ".join(reasons)

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import re
@@ -23,26 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from _extras import EXTRAS, absent_modules
+
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.processes  # every page's Python blocks run in a fresh process
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-# The module that tells whether each extra named by a `# requires:` marker is installed.
-EXTRA_MODULES = {
-    "gymnasium": "gymnasium",
-    "torch": "torch",
-    "torchrl": "torchrl",
-    "gymnax": "gymnax",
-    "brax": "brax",
-    "craftax": "craftax",
-    "jumanji": "jumanji",
-    "xminigrid": "xminigrid",
-    "playground": "mujoco_playground",
-    "sb3": "stable_baselines3",
-    "sbx": "sbx",
-    "video": "imageio_ffmpeg",
-}
 # Brax, jaxopt, MuJoCo and tfp announce their own deprecations; they are not rollax's to fix
 # (as in tests/test_brax_adapter.py). Every other warning fails the page.
 THIRD_PARTY_WARNINGS = [
@@ -80,7 +66,7 @@ class Block:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
 
     def missing_extras(self) -> list[str]:
-        return [e for e in self.extras if importlib.util.find_spec(EXTRA_MODULES[e]) is None]
+        return [e for e in self.extras if absent_modules(e)]
 
 
 def python_blocks(path: Path) -> list[Block]:
@@ -93,11 +79,11 @@ def python_blocks(path: Path) -> list[Block]:
         extras: list[str] = []
         for marker in _REQUIRES.findall(code):
             named = _EXTRA.findall(marker)
-            unknown = [e for e in named if e not in EXTRA_MODULES]
+            unknown = [e for e in named if e not in EXTRAS]
             if not named or unknown:
                 raise ValueError(
                     f"{path.name}:{line}: '# requires: {marker}' must name extras as "
-                    f"rollax[EXTRA], EXTRA one of {sorted(EXTRA_MODULES)}"
+                    f"rollax[EXTRA], EXTRA one of {sorted(EXTRAS)}"
                 )
             extras += named
         blocks.append(Block(path, line, code, tuple(extras)))
