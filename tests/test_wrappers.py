@@ -80,6 +80,34 @@ def test_action_repeat_equals_repeated_steps_and_stops_at_termination():
     assert stopped_mid_repeat
 
 
+def _episode(env, params=None):
+    """One episode of zero actions on 2 environments: (agent steps to truncation, returns)."""
+    state, _ = env.reset(jax.random.key(3), params)
+    step = jax.jit(env.step)
+    returns = np.zeros(2)
+    for t in range(1, 1_000):
+        state, ts = step(state, jnp.zeros((2, 1)), params)
+        returns += np.asarray(ts.reward)
+        if np.asarray(ts.done).any():
+            assert np.asarray(ts.truncated).all() and not np.asarray(ts.terminated).any()
+            return t, returns
+    raise AssertionError("no episode ended")
+
+
+def test_action_repeat_keeps_an_episode_as_long_in_dynamics_steps():
+    # Pendulum's 200 steps: 50 agent steps of 4, 67 of 3 (201 dynamics steps, as Brax's
+    # EpisodeWrapper rounds), and the same return over the same 200 dynamics steps.
+    steps, plain = _episode(rollax.make("Pendulum-v1", num_envs=2))
+    assert steps == 200
+    steps, repeated = _episode(rollax.make("Pendulum-v1", num_envs=2, action_repeat=4))
+    assert steps == 50
+    np.testing.assert_allclose(repeated, plain, rtol=1e-5)
+    assert _episode(rollax.make("Pendulum-v1", num_envs=2, action_repeat=3))[0] == 67
+    # A limit given in the params counts agent steps, as given.
+    env = rollax.make("Pendulum-v1", num_envs=2, action_repeat=4)
+    assert _episode(env, env.default_params.replace(max_episode_steps=30))[0] == 30
+
+
 def test_frame_stack_keeps_order_and_starts_with_copies():
     k = 3
     stacked = rollax.envs.VecEnv(FrameStack(CartPole(), k), num_envs=2)

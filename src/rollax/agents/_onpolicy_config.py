@@ -66,7 +66,8 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
     option; applied when the trainer builds the environment from its id). 1: off."""
     action_repeat: int = 1
     """Repeat each action this many dynamics steps, rendering once (rollax.make's option;
-    applied when the trainer builds the environment from its id). 1: off."""
+    applied when the trainer builds the environment from its id). Episodes keep their length
+    in dynamics steps; total_steps and num_steps count agent steps. 1: off."""
     recurrent: Literal["none", "gru", "lstm"] = "none"
     """A recurrent cell between the encoder (an MLP of hidden_sizes, after the image
     encoders for dict observations) and the heads: gru or lstm. Its carry resets at every

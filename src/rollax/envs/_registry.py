@@ -334,7 +334,8 @@ def make(
         refill_size: ``"pool"`` only: fresh states drawn per refill, at least ``num_envs``
             (default ``max(num_envs, 64)``).
         action_repeat: Repeat each action this many dynamics steps, observing (rendering)
-            once per agent step (:class:`~rollax.envs.wrappers.ActionRepeat`); 1: off.
+            once per agent step, episodes as long in dynamics steps as without repeats
+            (:class:`~rollax.envs.wrappers.ActionRepeat`); 1: off.
         frame_stack: Observe the last this many observations stacked along the last axis
             (:class:`~rollax.envs.wrappers.FrameStack`, applied after action repeat); 1: off.
         check: Run the cheap part of :func:`rollax.envs.check_env` on the environment

@@ -88,8 +88,14 @@ class ActionRepeat(_Wrapper):
 
     The reward is the sum over the repeats. A repeat that reaches a terminal state stops
     there: the remaining repeats leave the state as it is and add no reward. The dynamics run
-    ``repeat`` times per agent step, ``observe`` (the rendering) once. Time limits count agent
-    steps (``max_episode_steps`` of the params).
+    ``repeat`` times per agent step, ``observe`` (the rendering) once.
+
+    An episode lasts as long as without repeats: the default time limit is the wrapped
+    environment's divided by ``repeat``, rounded up (Pendulum's 200 steps become 50 agent
+    steps at ``repeat=4``, so returns keep their scale), as Brax's ``EpisodeWrapper`` counts
+    ``episode_length`` in dynamics steps and the DeepMind Control Suite's 1,000 steps stay
+    1,000 under any action repeat. ``max_episode_steps`` of the params counts agent steps:
+    params given explicitly are used as they are.
 
     Args:
         env: The environment to wrap.
@@ -101,6 +107,12 @@ class ActionRepeat(_Wrapper):
         if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)) or repeat < 1:
             raise ValueError(f"repeat must be an integer >= 1, got {repeat!r}")
         self.repeat = int(repeat)
+
+    @property
+    def default_params(self) -> EnvParams:
+        """The wrapped environment's, ``max_episode_steps`` divided by ``repeat`` (rounded up)."""
+        params = self.env.default_params
+        return params.replace(max_episode_steps=-(-params.max_episode_steps // self.repeat))
 
     @property
     def name(self) -> str:
