@@ -1,10 +1,11 @@
 """Learning quality: final returns over many seeds, rollax's presets against the peer.
 
 One row per task rollax ships a PPO preset for, and one per task of its PQN and TD3 presets
-and of SAC's Playground preset (``pqn:CartPole-v1``, ``td3:Pendulum-v1``,
+and of SAC's Playground presets (``pqn:CartPole-v1``, ``td3:Pendulum-v1``,
 ``sac:playground/CartpoleBalance``), each run side by side with its peer on the same
 budget and ``--seeds`` seeds (10 by default; each library compiles afresh for every row:
-``jax.clear_caches()``):
+``jax.clear_caches()``, but Brax's SAC trains once for a task's SAC and TD3 rows named
+together):
 
 ==============================  ===================  ==============================================
 task                            budget               peer
@@ -20,6 +21,9 @@ Symbolic-v1                                          (Craftax_Baselines), run by
 jumanji/Snake-v1,               the preset's budget  a uniform random policy: no PPO on PyPI
 xminigrid/MiniGrid-DoorKey-5x5                       trains on these suites (Jumanji's own A2C
                                                      needs dm-haiku and rlax)
+playground/CartpoleSwingup,     the preset's budget  a uniform random policy: Brax's PPO with
+playground/PendulumSwingup                           Playground's settings (the peer of
+                                                     CartpoleBalance's row) needs a GPU
 pqn:CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its own
                                                      ``configs/gymnax/cartpole.yaml`` settings
 pqn:gymnax/<game>-MinAtar       1,048,576 steps      rejax 0.1.3's PQN with purejaxql's MinAtar
@@ -29,9 +33,10 @@ td3:MountainCarContinuous-v0                         ``configs/gymnax/<task>.yam
 td3:brax/inverted_pendulum      the preset's budget  rejax 0.1.3's TD3 with rollax's preset (rejax
                                                      ships none), on rejax's Brax adapter
 playground/CartpoleBalance,     the preset's budget  Brax's PPO (SAC) as MuJoCo Playground trains
-sac:playground/CartpoleBalance                       it: Playground's published settings, its
-td3:playground/CartpoleBalance                       Brax wrapper; counts where its IQM reaches
-                                                     900 (TD3's peer is Brax's SAC)
+sac:playground/CartpoleBalance,                      it: Playground's published settings, its
+td3:playground/CartpoleBalance,                      Brax wrapper; counts where its IQM reaches
+sac:playground/ReacherEasy,                          900 (800 on ReacherEasy; TD3's peer is
+td3:playground/ReacherEasy                           Brax's SAC)
 fresh-vs-cached:playground/     the preset's budget  rollax's same preset with the cached reset
 CartpoleBalance, ReacherEasy                         (Playground's wrapper): does freshness pay?
 ==============================  ===================  ==============================================
@@ -54,7 +59,7 @@ Figures per row:
   the other way round, "tied" otherwise. ``--from FILE`` computes them again from a saved
   report's runs.
 - **seeds above the threshold**, on rows whose runs split into learned and stuck (Breakout:
-  above 15, off the plateau near 7).
+  above 15, off the plateau near 7; PendulumSwingup: above 100, a pendulum swung up).
 - **wall time per seed**: compile and training of every seed (rollax: ``make_ppo``,
   ``warmup``, ``init``, ``run``; rejax: its mapped ``train``; Brax: each ``ppo.train`` or
   ``sac.train`` less its final evaluation) divided by the seeds. rollax and rejax compile
@@ -92,6 +97,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -249,6 +255,9 @@ CRAFTAX = "craftax/Craftax-Classic-Symbolic-v1"
 # (solved). MountainCarContinuous: a run that found the goal ends near 90, one that never did
 # near 0.
 MINATAR_THRESHOLDS = {"Breakout": 15.0}
+# PendulumSwingup rewards only a pendulum near upright: a run that learned to swing it up ends
+# above 500, one that never did near 0.
+PLAYGROUND_THRESHOLDS = {"PendulumSwingup": 100.0}
 PLAYGROUND_CARTPOLE = "playground/CartpoleBalance"
 PLAYGROUND_REACHER = "playground/ReacherEasy"
 CLASSIC_THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCarContinuous-v0": 50.0}
@@ -331,8 +340,22 @@ ROWS = [
         for a in ("ppo", "sac", "td3")
     ),
     *(
+        Row(PLAYGROUND_REACHER, "playground", "ReacherEasy", {}, algo=a, comparable_at=800.0)
+        for a in ("sac", "td3")
+    ),
+    *(
         Row(task, "cached", task, {"reset_strategy": "cached"})
         for task in (PLAYGROUND_CARTPOLE, PLAYGROUND_REACHER)
+    ),
+    *(
+        Row(
+            f"playground/{task}",
+            "random",
+            f"playground/{task}",
+            {},
+            threshold=PLAYGROUND_THRESHOLDS.get(task),
+        )
+        for task in ("CartpoleSwingup", "PendulumSwingup")
     ),
 ]
 
@@ -631,8 +654,6 @@ def playground_settings(task: str, algo: str, budget: int) -> dict[str, Any]:
     the budget and evaluations are the row's, and a small budget shrinks the batch (a quick
     check that the row runs, not a measurement: PPO's under 10 batches of environments,
     SAC's under 10 times its first random steps)."""
-    import functools
-
     from mujoco_playground.config import dm_control_suite_params
 
     published = getattr(dm_control_suite_params, f"brax_{algo}_config")(task)
@@ -667,15 +688,23 @@ def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str
     (:func:`brax_seeds`): Playground's published settings (:func:`playground_settings`:
     Brax's default networks, SAC's critics with layer normalization) on its own environment
     (MJX, ``impl="jax"``, as rollax's) through ``wrap_for_brax_training``, the cached reset
-    and all."""
+    and all. Brax's SAC runs once for the SAC and TD3 rows of a task in one invocation."""
+    learner = BRAX_LEARNERS[row.algo]
+    return dict(_brax_on_playground(row.peer_env, learner, budget, seeds, episodes))
+
+
+@functools.cache
+def _brax_on_playground(
+    task: str, learner: str, budget: int, seeds: int, episodes: int
+) -> dict[str, Any]:
+    """:func:`playground_run`'s figures, once per learner, task and size."""
     from mujoco_playground import registry, wrapper
 
-    env_config = registry.get_default_config(row.peer_env)
+    env_config = registry.get_default_config(task)
     env_config["impl"] = "jax"
-    learner = BRAX_LEARNERS[row.algo]
     return brax_seeds(
-        lambda: registry.load(row.peer_env, config=env_config),
-        playground_settings(row.peer_env, learner, budget),
+        lambda: registry.load(task, config=env_config),
+        playground_settings(task, learner, budget),
         budget,
         seeds,
         episodes,

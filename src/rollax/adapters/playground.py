@@ -77,7 +77,8 @@ class PlaygroundParams(EnvParams):
 
     Attributes:
         max_episode_steps: rollax's time limit in control steps (by default the task's
-            ``episode_length``).
+            ``episode_length``); in agent steps under an action repeat, whose default
+            divides it (:class:`~rollax.envs.wrappers.ActionRepeat`).
         model: The MJX model's fields named by the environment's ``model_params`` option,
             by name (``{"body_mass": float32 (nbody,), "opt.timestep": float32 ()}``; ``None``
             without that option): values the physics reads, as data. A leading ``num_envs``

@@ -93,9 +93,10 @@ class ActionRepeat(_Wrapper):
     An episode lasts as long as without repeats: the default time limit is the wrapped
     environment's divided by ``repeat``, rounded up (Pendulum's 200 steps become 50 agent
     steps at ``repeat=4``, so returns keep their scale), as Brax's ``EpisodeWrapper`` counts
-    ``episode_length`` in dynamics steps and the DeepMind Control Suite's 1,000 steps stay
-    1,000 under any action repeat. ``max_episode_steps`` of the params counts agent steps:
-    params given explicitly are used as they are.
+    ``episode_length`` in dynamics steps (1,000 control steps of the DeepMind Control Suite
+    are 250 agent steps at ``repeat=4``, 334 at ``repeat=3``: 1,002 control steps).
+    ``max_episode_steps`` of the params counts agent steps: params given explicitly are used
+    as they are.
 
     Args:
         env: The environment to wrap.

@@ -238,9 +238,20 @@ PRESETS: dict[str, PPOConfig] = {
     "xminigrid/MiniGrid-DoorKey-5x5": _GRID,
     "playground/CartpoleBalance": _PLAYGROUND,
     # Reaching a target: 2 seeds in one program at 728 and 750 after 1M steps, 840 and 899
-    # after 2M (evaluated: 796 and 948), about 3 minutes on 2 CPU cores. The same settings
-    # leave CartpoleSwingup's second seed hanging near 200 after 2M steps (the first at 816):
-    # no preset there yet.
+    # after 2M (evaluated: 796 and 948), about 3 minutes on 2 CPU cores.
     "playground/ReacherEasy": _PLAYGROUND.replace(total_steps=2_097_152),
+    # Swinging the pole up: every action held for 4 control steps (250 agent steps an
+    # episode). 2 seeds in one program, 16 episodes each: 839 and 835 after 1M agent steps
+    # (4M control steps, about 30 s a seed on 2 CPU cores). Without the repeat one seed of two
+    # hangs near 200 after 2M steps (816 and one near 200; at 256 environments over 3M, 161
+    # and 173; with 256 x 256 swish networks, 196 and 796; without an entropy bonus, 138 and
+    # 444).
+    "playground/CartpoleSwingup": _PLAYGROUND.replace(action_repeat=4),
+    # Swinging up a pendulum whose reward is sparse (only near upright). Playground's own
+    # settings ask for an action repeat of 4 but name the task "PendulumSwingUp", which is not
+    # its id, so they never apply. With it, 2 seeds in one program: 61 and 57 after 1M agent
+    # steps, 578 and 747 after 2M, 825 and 765 after 3M (12M control steps, about 50 s a seed
+    # on 2 CPU cores). Without it, 56 and 47 after 4M; a repeat of 8 gives 138 and 251 after 1M.
+    "playground/PendulumSwingup": _PLAYGROUND.replace(action_repeat=4, total_steps=3_145_728),
 }
 """Per-environment defaults where CartPole's would not solve the task."""
