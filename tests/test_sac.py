@@ -115,6 +115,23 @@ def test_sac_learns_the_known_values_of_probe_environments(kind, obs, expected):
     np.testing.assert_allclose(q, np.broadcast_to(expected, q.shape), atol=0.1)
 
 
+def _has_layer_norm(params) -> bool:
+    return any("LayerNorm" in jax.tree_util.keystr(path) for path, _ in
+               jax.tree_util.tree_leaves_with_path(params))  # fmt: skip
+
+
+def test_critic_layer_norm_normalizes_the_critics_alone_and_learns_the_probe_values():
+    normed = PROBE.replace(critic_layer_norm=True)
+    agent, state = _train_on(Probe("delayed", continuous=True), normed)
+    params = state.learner.params
+    assert _has_layer_norm(params["critic"]) and _has_layer_norm(state.learner.target_critic)
+    assert not _has_layer_norm(params["actor"])
+    obs = jnp.asarray([0.0, 1.0], jnp.float32).reshape(1, -1, 1)
+    action = np.asarray(agent.policy.act(state, obs, (), None, jax.random.key(0), True)[0])
+    q = _q(agent, state, [0.0, 1.0], action[0])
+    np.testing.assert_allclose(q, np.broadcast_to([0.9, 1.0], q.shape), atol=0.1)
+
+
 def test_sac_learns_an_action_dependent_reward():
     # Reward a in [-1, 1]: the best action is 1, and Q(0, a) = a.
     agent, state = _train_on(Probe("action", continuous=True))

@@ -12,7 +12,11 @@ inherits.
 
 from rollax.agents import dqn, ppo, pqn, sac, td3
 from rollax.agents._offpolicy import OffPolicyLearner, OffPolicyState, build_offpolicy_agent
-from rollax.agents._offpolicy_config import CorrelatedExplorationConfig, OffPolicyConfig
+from rollax.agents._offpolicy_config import (
+    CorrelatedExplorationConfig,
+    OffPolicyConfig,
+    TwinCriticConfig,
+)
 from rollax.agents._onpolicy import (
     OnPolicyAgent,
     OnPolicyLearner,
@@ -34,6 +38,7 @@ __all__ = [
     "OnPolicyLearner",
     "OnPolicyState",
     "Rollout",
+    "TwinCriticConfig",
     "build_offpolicy_agent",
     "build_onpolicy_agent",
     "dqn",

@@ -1,7 +1,7 @@
 """The configuration every off-policy agent shares, each field documented.
 
 DQN's, SAC's and TD3's, and what the agents of continuous actions add to it (correlated
-exploration).
+exploration, their twin critics' normalization).
 
 An off-policy configuration derives from :class:`OffPolicyConfig` and adds its own fields;
 where its defaults differ, :func:`rollax.training.with_defaults` sets them without declaring
@@ -18,7 +18,7 @@ from rollax.networks import Activation
 from rollax.training import OptimizerConfig, ScaleConfig, check_budget, with_defaults
 from rollax.training._validate import check_activation, check_fields, check_replay, check_widths
 
-__all__ = ["CorrelatedExplorationConfig", "OffPolicyConfig"]
+__all__ = ["CorrelatedExplorationConfig", "OffPolicyConfig", "TwinCriticConfig"]
 
 C = TypeVar("C")
 
@@ -144,3 +144,12 @@ class CorrelatedExplorationConfig:
                 f"{self.exploration_correlation!r} must lie in [0, 1) (0: independent noise; "
                 "0.9-0.99: persistent exploration)"
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class TwinCriticConfig:
+    """The twin critics of the agents of continuous actions (SAC, TD3)."""
+
+    critic_layer_norm: bool = False
+    """Layer normalization in each hidden layer of the critics, before its activation (Brax's
+    SAC as MuJoCo Playground trains it, FastTD3's). The actor is left as it is."""

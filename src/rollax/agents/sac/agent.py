@@ -148,6 +148,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         activation=config.activation,
         image_shapes=images,
         layer_norm=config.encoder_layer_norm,
+        mlp_layer_norm=config.critic_layer_norm,
     )
     step = GradientStep(mean=layout.mean)
     optimizer = Optimizer.of(config)

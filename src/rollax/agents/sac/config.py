@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from rollax.agents._offpolicy_config import CorrelatedExplorationConfig, OffPolicyConfig
+from rollax.agents._offpolicy_config import (
+    CorrelatedExplorationConfig,
+    OffPolicyConfig,
+    TwinCriticConfig,
+)
 from rollax.training import OPTIMIZER_DATA
 from rollax.training._validate import check_fields
 
@@ -12,7 +16,7 @@ __all__ = ["PRESETS", "SACConfig"]
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig(CorrelatedExplorationConfig, OffPolicyConfig):
+class SACConfig(TwinCriticConfig, CorrelatedExplorationConfig, OffPolicyConfig):
     """Configuration of a soft actor-critic run (twin critics, automatic entropy tuning).
 
     The defaults are rejax's settings for Pendulum-v1 (its configs/gymnax/pendulum.yaml),

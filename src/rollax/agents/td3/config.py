@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from rollax.agents._offpolicy_config import CorrelatedExplorationConfig, OffPolicyConfig
+from rollax.agents._offpolicy_config import (
+    CorrelatedExplorationConfig,
+    OffPolicyConfig,
+    TwinCriticConfig,
+)
 from rollax.training import OPTIMIZER_DATA, with_defaults
 from rollax.training._validate import check_fields
 
@@ -15,7 +19,7 @@ __all__ = ["PRESETS", "TD3Config"]
 @with_defaults(
     learning_starts=1_000, batch_size=100, learning_rate=1e-3, tau=0.05, max_grad_norm=100.0
 )
-class TD3Config(CorrelatedExplorationConfig, OffPolicyConfig):
+class TD3Config(TwinCriticConfig, CorrelatedExplorationConfig, OffPolicyConfig):
     """Configuration of a TD3 run (Fujimoto et al., 2018).
 
     Twin critics whose smaller value is the target, target policy smoothing, and delayed
@@ -38,8 +42,6 @@ class TD3Config(CorrelatedExplorationConfig, OffPolicyConfig):
     """The smoothing noise is clipped to [-noise_clip, noise_clip]."""
     policy_delay: int = 2
     """Critic steps per actor step; the target networks move with the actor."""
-    critic_layer_norm: bool = False
-    """Layer normalization in each hidden layer of the critics (FastTD3's)."""
     num_atoms: int = 0
     """Distributional critics (C51, FastTD3's): return distributions over this many atoms
     from v_min to v_max, towards the projected target of the twin expecting less. 0: off."""
