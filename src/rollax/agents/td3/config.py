@@ -93,7 +93,7 @@ PRESETS: dict[str, TD3Config] = {
     "playground/CartpoleBalance": _PLAYGROUND,
     # Reaching a target with the same settings: 2 seeds in one program at 603 and 893 after
     # 262,144 steps (about 90 s a seed on 2 CPU cores); 5 seeds in benchmarks/returns.py: IQM
-    # 634, below Brax's SAC (912) with Playground's settings.
+    # 634, below Brax's SAC (912) with Playground's settings; 705 with critic_layer_norm=True.
     "playground/ReacherEasy": _PLAYGROUND,
 }  # fmt: skip
 """Per-environment defaults. Pendulum's are rejax's settings for it; MountainCarContinuous's
