@@ -109,6 +109,11 @@ def _q(agent, state, obs, action):
 )
 def test_sac_learns_the_known_values_of_probe_environments(kind, obs, expected):
     agent, state = _train_on(Probe(kind, continuous=True))
+    _assert_values_of_the_greedy_actions(agent, state, obs, expected)
+
+
+def _assert_values_of_the_greedy_actions(agent, state, obs, expected):
+    """Both critics value the policy's mode at each of ``obs`` as ``expected``, to 0.1."""
     action = np.asarray(agent.policy.act(state, jnp.asarray(obs, jnp.float32).reshape(1, -1, 1),
                                          (), None, jax.random.key(0), True)[0])  # fmt: skip
     q = _q(agent, state, obs, action[0])
@@ -126,10 +131,7 @@ def test_critic_layer_norm_normalizes_the_critics_alone_and_learns_the_probe_val
     params = state.learner.params
     assert _has_layer_norm(params["critic"]) and _has_layer_norm(state.learner.target_critic)
     assert not _has_layer_norm(params["actor"])
-    obs = jnp.asarray([0.0, 1.0], jnp.float32).reshape(1, -1, 1)
-    action = np.asarray(agent.policy.act(state, obs, (), None, jax.random.key(0), True)[0])
-    q = _q(agent, state, [0.0, 1.0], action[0])
-    np.testing.assert_allclose(q, np.broadcast_to([0.9, 1.0], q.shape), atol=0.1)
+    _assert_values_of_the_greedy_actions(agent, state, [0.0, 1.0], [0.9, 1.0])
 
 
 def test_sac_learns_an_action_dependent_reward():
