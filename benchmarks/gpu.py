@@ -137,6 +137,8 @@ class Sizes:
     """Batch sizes of its reset comparison."""
     playground_steps: int = 64
     """Steps per timed rollout of the reset comparison."""
+    playground_natural: bool = True
+    """Whether the reset comparison also runs the tasks' natural episodes (1,000 steps)."""
     playground_ppo_steps: int = 9_830_400
     """PPO's budget per seed and task, both libraries (10 of Brax's iterations with
     Playground's settings; 0: no learning)."""
@@ -191,6 +193,9 @@ TINY = Sizes(
     playground_tasks=("CartpoleBalance",),
     playground_envs=(8,),
     playground_steps=20,
+    # Only the short episodes: no 1,000-step episode ends in 20 steps, and each variant of
+    # Playground's wrapper is a program of its own per regime.
+    playground_natural=False,
     playground_ppo_steps=1_024,
     playground_batch=(16, 8),
     # CartPole: the craftax section compiles Craftax's step already; this checks the arms.
@@ -518,6 +523,7 @@ def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
                 row = worlds.measure(
                     "playground", f"playground/{task}", n, steps=sizes.playground_steps,
                     repeats=repeats, limit=PLAYGROUND_LIMIT, strategies=None,
+                    natural=sizes.playground_natural,
                 )  # fmt: skip
                 out[f"{task}@{n}"] = {**row, **worlds.ratios(row)}
 

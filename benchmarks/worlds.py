@@ -369,12 +369,14 @@ def measure(
     reset_ratio: int = 16,
     slow_steps: int | None = None,
     autoreset_steps: int | None = None,
+    natural: bool = True,
 ) -> dict[str, Any]:
     """One row of the table: every variant of ``suite`` on ``env_id`` at ``n`` environments,
     in both regimes (``natural`` and ``limit <limit>``), keyed ``"<regime> | <variant>"``,
     with rollax's default strategy under ``"default"`` (and Craftax's world cost).
-    ``strategies``: rollax's strategies to run (``None``: the default one only)."""
-    regimes = {"natural": None, f"limit {limit}": limit}
+    ``strategies``: rollax's strategies to run (``None``: the default one only).
+    ``natural=False`` leaves the natural regime out (where no episode ends in ``steps``)."""
+    regimes = {"natural": None, f"limit {limit}": limit} if natural else {f"limit {limit}": limit}
     world = {"craftax": craftax_world, "jumanji": maze_world, "playground": physics_world}[suite]
     probe = rollax.make(env_id, num_envs=n)
     table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), steps))
