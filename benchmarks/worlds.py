@@ -376,7 +376,8 @@ def measure(
     with rollax's default strategy under ``"default"`` (and Craftax's world cost).
     ``strategies``: rollax's strategies to run (``None``: the default one only).
     ``natural=False`` leaves the natural regime out (where no episode ends in ``steps``)."""
-    regimes = {"natural": None, f"limit {limit}": limit} if natural else {f"limit {limit}": limit}
+    regimes: dict[str, int | None] = {"natural": None} if natural else {}
+    regimes[f"limit {limit}"] = limit
     world = {"craftax": craftax_world, "jumanji": maze_world, "playground": physics_world}[suite]
     probe = rollax.make(env_id, num_envs=n)
     table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), steps))
