@@ -94,6 +94,9 @@ PRESETS: dict[str, TD3Config] = {
     # Reaching a target with the same settings: 2 seeds in one program at 603 and 893 after
     # 262,144 steps (about 90 s a seed on 2 CPU cores); 5 seeds in benchmarks/returns.py: IQM
     # 634, below Brax's SAC (912) with Playground's settings; 705 with critic_layer_norm=True.
+    # Tried since, 4 seeds in one program, 16 episodes each: n_step=3 gave 810, 818, 171 and
+    # 119 (no faster); 256 x 256 networks with 2 gradient steps a step 517, 397, 103 and 551
+    # at 2.3x the time; 256 x 256 with 8 gradient steps about 4x the time (stopped).
     "playground/ReacherEasy": _PLAYGROUND,
 }  # fmt: skip
 """Per-environment defaults. Pendulum's are rejax's settings for it; MountainCarContinuous's
