@@ -96,7 +96,10 @@ PRESETS: dict[str, TD3Config] = {
     # 634, below Brax's SAC (912) with Playground's settings; 705 with critic_layer_norm=True.
     # Tried since, 4 seeds in one program, 16 episodes each: n_step=3 gave 810, 818, 171 and
     # 119 (no faster); 256 x 256 networks with 2 gradient steps a step 517, 397, 103 and 551
-    # at 2.3x the time; 256 x 256 with 8 gradient steps about 4x the time (stopped).
+    # at 2.3x the time; 256 x 256 with 8 gradient steps about 4x the time (stopped);
+    # exploration_noise=0.2 763, 519, 316 and 548 (the same time); distributional critics
+    # (num_atoms=101 over [0, 100]) 4x to 5x the time (stopped at 134k steps, training
+    # return 518 where exploration_noise=0.2 had 361).
     "playground/ReacherEasy": _PLAYGROUND,
 }  # fmt: skip
 """Per-environment defaults. Pendulum's are rejax's settings for it; MountainCarContinuous's
