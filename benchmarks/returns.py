@@ -22,8 +22,8 @@ jumanji/Snake-v1,               the preset's budget  a uniform random policy: no
 xminigrid/MiniGrid-DoorKey-5x5                       trains on these suites (Jumanji's own A2C
                                                      needs dm-haiku and rlax)
 playground/CartpoleSwingup,     the preset's budget  a uniform random policy: Brax's PPO with
-playground/PendulumSwingup                           Playground's settings (the peer of
-                                                     CartpoleBalance's row) needs a GPU
+playground/PendulumSwingup,                          Playground's settings (the peer of
+playground/AcrobotSwingup                            CartpoleBalance's row) needs a GPU
 pqn:CartPole-v1                 the preset's budget  rejax 0.1.3's PQN with its own
                                                      ``configs/gymnax/cartpole.yaml`` settings
 pqn:gymnax/<game>-MinAtar       1,048,576 steps      rejax 0.1.3's PQN with purejaxql's MinAtar
@@ -355,7 +355,7 @@ ROWS = [
             {},
             threshold=PLAYGROUND_THRESHOLDS.get(task),
         )
-        for task in ("CartpoleSwingup", "PendulumSwingup")
+        for task in ("CartpoleSwingup", "PendulumSwingup", "AcrobotSwingup")
     ),
 ]
 
