@@ -254,12 +254,13 @@ PRESETS: dict[str, PPOConfig] = {
     # on 2 CPU cores). Without it, 56 and 47 after 4M; a repeat of 8 gives 138 and 251 after 1M.
     "playground/PendulumSwingup": _PLAYGROUND.replace(action_repeat=4, total_steps=3_145_728),
     # Swinging up a double pendulum driven at its elbow only. Each action held for 2 control
-    # steps, 512 environments. 4 seeds in one program, 8 episodes each: 131, 96, 103 and 69
-    # after 8M agent steps (about 55 s a seed on 2 CPU cores; a random policy scores 3 to 8),
-    # and no higher after 16M (97, 65, 98, 99). At 128 environments 2 seeds of 2 or 4 stay
-    # near 30 to 50 (a repeat of 2 with entropy bonuses of 0.01 and 0.03; earlier, a repeat
-    # of 1 or 4 and 256 x 256 swish networks); at 256, 138, 53, 97 and 104; 8 epochs instead
-    # of 4 cost 1.3x for 133, 79, 115 and 108. Playground trains it for 100M steps.
+    # steps, 512 environments, 488 whole iterations of 512 x 32 (the 8M steps measured). 4
+    # seeds in one program, 8 episodes each: 131, 96, 103 and 69 after 8M agent steps (about
+    # 55 s a seed on 2 CPU cores; a random policy scores 1 to 10), and no higher after 16M
+    # (97, 65, 98, 99). At 128 environments seeds end lower: 131 and 41 with the same repeat,
+    # 67, 31, 51 and 39 with an entropy bonus of 0.03 (earlier, 26 to 79 with a repeat of 1 or
+    # 4 and with 256 x 256 swish networks); at 256, 138, 53, 97 and 104; 8 epochs instead of 4
+    # cost 1.3x for 133, 79, 115 and 108. Playground trains it for 100M steps.
     "playground/AcrobotSwingup": _PLAYGROUND.replace(
         action_repeat=2, num_envs=512, total_steps=7_995_392
     ),
