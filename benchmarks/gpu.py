@@ -139,6 +139,9 @@ class Sizes:
     """Steps per timed rollout of the reset comparison."""
     playground_natural: bool = True
     """Whether the reset comparison also runs the tasks' natural episodes (1,000 steps)."""
+    playground_staggered: bool = True
+    """Whether the reset comparison also runs the staggered short episodes (``N / 16``
+    environments ending on every step, as when episodes end at random times)."""
     playground_ppo_steps: int = 9_830_400
     """PPO's budget per seed and task, both libraries (10 of Brax's iterations with
     Playground's settings; 0: no learning)."""
@@ -196,6 +199,7 @@ TINY = Sizes(
     # Only the short episodes: no 1,000-step episode ends in 20 steps, and each variant of
     # Playground's wrapper is a program of its own per regime.
     playground_natural=False,
+    playground_staggered=False,
     playground_ppo_steps=1_024,
     playground_batch=(16, 8),
     # CartPole: the craftax section compiles Craftax's step already; this checks the arms.
@@ -523,7 +527,7 @@ def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
                 row = worlds.measure(
                     "playground", f"playground/{task}", n, steps=sizes.playground_steps,
                     repeats=repeats, limit=PLAYGROUND_LIMIT, strategies=None,
-                    natural=sizes.playground_natural,
+                    natural=sizes.playground_natural, staggered=sizes.playground_staggered,
                 )  # fmt: skip
                 out[f"{task}@{n}"] = {**row, **worlds.ratios(row)}
 

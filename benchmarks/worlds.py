@@ -33,8 +33,11 @@ all of them alike):
 
 Two regimes, the same programs (params are data in every library): ``natural``, the suites'
 own time limits (a random agent's episodes end when it dies), and ``limit L``
-(``--limit``, 16): every episode cut at L steps, so that many end on the same step. Also the
-cost of one world generation against a step's, per environment.
+(``--limit``, 16): every episode cut at L steps, so that many end on the same step (all of
+them where no episode ends earlier, as in DM Control's tasks). With ``--staggered``, a third:
+``staggered L``, the same limit with the batch's episode counters started at ``i % L``, so
+that ``N / L`` environments end on every step, as when episodes end at random times (falls,
+deaths). Also the cost of one world generation against a step's, per environment.
 
 The last line printed is one JSON object with every figure.
 
@@ -42,7 +45,7 @@ Usage:
     python benchmarks/worlds.py [--sizes 256 1024] [--steps 128] [--repeats 3]
         [--limit 16] [--reset-ratio 16] [--suites craftax jumanji]
         [--slow-steps N] [--autoreset-steps N] [--strategies pool compact ...]
-        [--playground-tasks CartpoleBalance WalkerWalk]
+        [--playground-tasks CartpoleBalance WalkerWalk] [--staggered]
 """
 
 from __future__ import annotations
@@ -103,11 +106,17 @@ def freshness(first: np.ndarray, done: np.ndarray, later: np.ndarray) -> dict[st
 
 # ---------------------------------------------------------------------------- variants
 #
-# Each variant is ``(init, step, worlds_of, params_for)`` for a batch: ``init(key, params)``
-# gives a state, ``step(state, key, actions, params)`` steps every environment and gives
-# ``(state, done)``, ``worlds_of(state)`` the suite's state whose worlds are fingerprinted,
-# and ``params_for(limit)`` the params of a regime (``None``: the suite's own time limit).
-# Params are arguments of the compiled programs, so both regimes share them.
+# Each variant is ``(init, step, worlds_of, params_for, stagger)`` for a batch:
+# ``init(key, params)`` gives a state, ``step(state, key, actions, params)`` steps every
+# environment and gives ``(state, done)``, ``worlds_of(state)`` the suite's state whose worlds
+# are fingerprinted, ``params_for(limit)`` the params of a regime (``None``: the suite's own
+# time limit), and ``stagger(state, limit)`` the state with environment i's step counter at
+# ``i % limit``. Params are arguments of the compiled programs, so the regimes share them.
+
+
+def staggered_counts(n: int, limit: int, like: Any) -> jax.Array:
+    """Step counters ``i % limit`` for ``n`` environments, in the dtype of ``like``."""
+    return (jnp.arange(n) % limit).astype(jnp.asarray(like).dtype)
 
 
 def rollax_variant(env_id: str, n: int, strategy: str | None) -> tuple:
@@ -123,11 +132,15 @@ def rollax_variant(env_id: str, n: int, strategy: str | None) -> tuple:
         params = env.default_params
         return params if limit is None else params.replace(max_episode_steps=limit)
 
+    def stagger(state, limit):
+        return state.replace(episode_length=staggered_counts(n, limit, state.episode_length))
+
     return (
         lambda key, params: env.reset(key, params)[0],
         step,
         (lambda state: state.core) if playground else (lambda state: state.core.inner),
         params_for,
+        stagger,
     )
 
 
@@ -137,6 +150,10 @@ def _craftax_params_for(env: Any) -> Callable:
         return params if limit is None else params.replace(max_timesteps=limit)
 
     return params_for
+
+
+def _craftax_stagger(n: int) -> Callable:
+    return lambda state, limit: state.replace(timestep=staggered_counts(n, limit, state.timestep))
 
 
 def craftax_autoreset_variant(n: int) -> tuple:
@@ -154,7 +171,7 @@ def craftax_autoreset_variant(n: int) -> tuple:
         )
         return state, done
 
-    return init, step, lambda state: state, _craftax_params_for(env)
+    return init, step, lambda state: state, _craftax_params_for(env), _craftax_stagger(n)
 
 
 def craftax_optimistic_variant(n: int, reset_ratio: int) -> tuple:
@@ -186,7 +203,7 @@ def craftax_optimistic_variant(n: int, reset_ratio: int) -> tuple:
         )
         return state, done
 
-    return init, step, lambda state: state, _craftax_params_for(env)
+    return init, step, lambda state: state, _craftax_params_for(env), _craftax_stagger(n)
 
 
 def jumanji_autoreset_variant(n: int, limit: int | None) -> tuple:
@@ -208,6 +225,7 @@ def jumanji_autoreset_variant(n: int, limit: int | None) -> tuple:
         step,
         lambda state: state,
         lambda limit: None,
+        lambda state, limit: state.replace(step_count=staggered_counts(n, limit, state.step_count)),
     )
 
 
@@ -235,6 +253,10 @@ def playground_wrapper_variant(task: str, n: int, limit: int | None, full_reset:
         step,
         lambda state: state,
         lambda limit: None,
+        # Brax's EpisodeWrapper counts the episode's steps in info["steps"].
+        lambda state, limit: state.replace(
+            info={**state.info, "steps": staggered_counts(n, limit, state.info["steps"])}
+        ),
     )
 
 
@@ -264,7 +286,7 @@ def prepare(
 ) -> dict[str, tuple[Callable[[], Any], dict[str, Any]]]:
     """For each regime: a call that runs the timed rollout (replaying ``actions``), and the
     freshness figures of a separate rollout that records every first state."""
-    init, step, worlds_of, params_for = variant
+    init, step, worlds_of, params_for, stagger = variant
     steps, n = actions.shape[:2]
     keys = jax.random.split(jax.random.key(2), steps)
 
@@ -292,6 +314,8 @@ def prepare(
         for regime, limit in regimes.items():
             params = params_for(limit)
             state = start(jax.random.key(0), params)
+            if regime.startswith("staggered"):
+                state = stagger(state, limit)
             first, (done, later) = jax.device_get(recorded(state, params))
             run = functools.partial(rollout, state, params)
             out[regime] = (run, {"steps": steps * n, **freshness(first, done, later)})
@@ -370,14 +394,18 @@ def measure(
     slow_steps: int | None = None,
     autoreset_steps: int | None = None,
     natural: bool = True,
+    staggered: bool = False,
 ) -> dict[str, Any]:
     """One row of the table: every variant of ``suite`` on ``env_id`` at ``n`` environments,
     in both regimes (``natural`` and ``limit <limit>``), keyed ``"<regime> | <variant>"``,
     with rollax's default strategy under ``"default"`` (and Craftax's world cost).
     ``strategies``: rollax's strategies to run (``None``: the default one only).
-    ``natural=False`` leaves the natural regime out (where no episode ends in ``steps``)."""
+    ``natural=False`` leaves the natural regime out (where no episode ends in ``steps``);
+    ``staggered=True`` adds ``staggered <limit>``."""
     regimes: dict[str, int | None] = {"natural": None} if natural else {}
     regimes[f"limit {limit}"] = limit
+    if staggered:
+        regimes[f"staggered {limit}"] = limit
     world = {"craftax": craftax_world, "jumanji": maze_world, "playground": physics_world}[suite]
     probe = rollax.make(env_id, num_envs=n)
     table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), steps))
@@ -425,7 +453,7 @@ def measure(
         for regime, figures in by_regime.items():
             row[f"{regime} | {name}"] = figures
             fresh = figures["freshness"]
-            print(f"{suite:7s} {n:5d} {regime:9s} {name:26s} "
+            print(f"{suite:7s} {n:5d} {regime:12s} {name:26s} "
                   f"{figures['steps_per_s']:>12,.0f} steps/s  freshness "
                   f"{'-' if fresh is None else f'{fresh:.4f}'} of "
                   f"{figures['episodes']} episodes", flush=True)  # fmt: skip
@@ -453,6 +481,9 @@ def main() -> None:
     parser.add_argument("--autoreset-steps", type=int, default=None,
                         help="steps, timed once, of Craftax's own autoreset (default: as "
                         "--slow-steps); on the CPU it takes 45 s a step at 1,024")  # fmt: skip
+    parser.add_argument("--staggered", action="store_true",
+                        help="also the staggered regime: the limit's episodes started at "
+                        "staggered counts, so that N / limit end on every step")  # fmt: skip
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
     results: dict[str, Any] = {"args": vars(args), "backend": jax.default_backend()}
@@ -463,6 +494,7 @@ def main() -> None:
             suite, env_id, n, steps=args.steps, repeats=args.repeats, limit=args.limit,
             strategies=args.strategies, reset_ratio=args.reset_ratio,
             slow_steps=args.slow_steps, autoreset_steps=args.autoreset_steps,
+            staggered=args.staggered,
         )  # fmt: skip
         results[f"{suite} {n}" if suite != "playground" else f"{env_id} {n}"] = row
     print_ratios(results)

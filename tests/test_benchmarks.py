@@ -209,13 +209,18 @@ def test_pbt_benchmark_ends_with_json():
 def test_worlds_benchmark_ends_with_json():
     # Jumanji's Maze only: Craftax's programs take minutes to compile on this CPU (the
     # adapter itself is tested in tests/test_worlds.py).
-    args = "--suites jumanji --sizes 16 --steps 4 --repeats 1 --limit 2 --strategies pool"
-    row = _report("worlds.py", args)["jumanji 16"]
+    args = "--suites jumanji --sizes 16 --steps 3 --repeats 1 --limit 2 --strategies pool"
+    row = _report("worlds.py", args + " --staggered")["jumanji 16"]
     assert row["default"] == "pool"
-    for regime in ("natural", "limit 2"):
+    for regime in ("natural", "limit 2", "staggered 2"):
         for variant in ("rollax pool", "jumanji AutoResetWrapper"):
             assert {"steps_per_s", "freshness", "episodes"} <= set(row[f"{regime} | {variant}"])
     assert row["limit 2 | rollax pool"]["freshness"] == 1.0
+    # In 3 steps: all 16 episodes end together at step 2 under the limit; staggered, half of
+    # the batch ends on every step.
+    for variant in ("rollax pool", "jumanji AutoResetWrapper"):
+        assert row[f"limit 2 | {variant}"]["episodes"] == 16
+        assert row[f"staggered 2 | {variant}"]["episodes"] == 3 * 8
 
 
 @pytest.mark.slow
