@@ -99,7 +99,10 @@ PRESETS: dict[str, TD3Config] = {
     # at 2.3x the time; 256 x 256 with 8 gradient steps about 4x the time (stopped);
     # exploration_noise=0.2 763, 519, 316 and 548 (the same time); distributional critics
     # (num_atoms=101 over [0, 100]) 4x to 5x the time (stopped at 134k steps, training
-    # return 518 where exploration_noise=0.2 had 361).
+    # return 518 where exploration_noise=0.2 had 361). Then SAC's Playground batch (32
+    # environments, 2 gradient steps of 256, 256 x 256 networks, learning rate 1e-3) 656,
+    # 776, 420 and 690 at about 100 s a seed; FastTD3's mixed noise (each environment's own
+    # scale, spread from 0.001 to 0.4 over the batch) 457, 849, 580 and 745 at the same time.
     "playground/ReacherEasy": _PLAYGROUND,
 }  # fmt: skip
 """Per-environment defaults. Pendulum's are rejax's settings for it; MountainCarContinuous's
