@@ -544,8 +544,9 @@ def default_reset_strategy(
     1,024 CartpoleBalances) ``pool`` is the one fresh strategy near Playground's cached
     reset both when a batch's episodes end together and when some end on every step
     (0.91x to 1.0x); ``on_done`` halves in the second case and ``compact`` trails in it.
-    On the heavier WalkerWalk (one run at 256) ``compact`` led instead (0.99x to 1.04x the
-    cached reset, ``pool`` 0.83x to 0.86x); ``pool`` stays until both are measured again.
+    On the heavier WalkerWalk (256) the strategies are within the machine's noise: one run
+    had ``compact`` lead (0.99x to 1.04x the cached reset, ``pool`` 0.83x to 0.86x), the next
+    ``pool`` (1.02x and 0.97x, ``compact`` 0.98x and 0.96x); ``pool`` stays.
 
     On accelerators (measured on one H100): a branch inside a jitted loop costs a
     device-to-host round trip per step, so the branching strategies lose to computing
