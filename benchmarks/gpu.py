@@ -28,7 +28,8 @@ Sections (``--only`` runs some of them):
   Humanoid, against rejax's TD3 with the same settings where it has them (its networks
   are 64 x 64 and its critic is not distributional): wall time and return after 1M steps.
 - ``playground``: MuJoCo Playground's CartpoleBalance and WalkerWalk (MJX physics).
-  rollax's default reset strategy against ``wrap_for_brax_training`` with its cached reset and
+  rollax's default reset strategy (``pool``: a reset is a physics forward pass, worth
+  batching) and ``every_step`` against ``wrap_for_brax_training`` with its cached reset and
   with ``full_reset=True`` (``benchmarks/worlds.py``'s variants: steps/s and freshness at
   1,024 and 8,192 environments, in 1,000-step and in 16-step episodes), and rollax's PPO
   against Brax's PPO with Playground's published settings (``benchmarks/returns.py``'s peer),
@@ -137,6 +138,10 @@ class Sizes:
     """Batch sizes of its reset comparison."""
     playground_steps: int = 64
     """Steps per timed rollout of the reset comparison."""
+    playground_also: tuple[str, ...] = ("every_step",)
+    """rollax's strategies timed beside the backend's default in the reset comparison. On an
+    accelerator the default for Playground is ``pool`` (its resets are physics forward passes,
+    ``costly_reset``); ``every_step`` is what a cheap reset gets there."""
     playground_natural: bool = True
     """Whether the reset comparison also runs the tasks' natural episodes (1,000 steps)."""
     playground_staggered: bool = True
@@ -196,6 +201,7 @@ TINY = Sizes(
     playground_tasks=("CartpoleBalance",),
     playground_envs=(8,),
     playground_steps=20,
+    playground_also=(),
     # Only the short episodes: no 1,000-step episode ends in 20 steps, and each variant of
     # Playground's wrapper is a program of its own per regime.
     playground_natural=False,
@@ -514,8 +520,9 @@ def playground_ppo(sizes: Sizes) -> Any:
 
 
 def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
-    """MuJoCo Playground: rollax's default reset strategy against Playground's cached reset
-    and its ``full_reset=True`` (``benchmarks/worlds.py``'s rows), and rollax's PPO against
+    """MuJoCo Playground: rollax's reset strategies (the default, ``pool`` on an accelerator,
+    and ``every_step``) against Playground's cached reset and its ``full_reset=True``
+    (``benchmarks/worlds.py``'s rows), and rollax's PPO against
     Brax's PPO with Playground's published settings (``benchmarks/returns.py``'s peer)."""
     import returns
     import worlds
@@ -527,6 +534,7 @@ def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
                 row = worlds.measure(
                     "playground", f"playground/{task}", n, steps=sizes.playground_steps,
                     repeats=repeats, limit=PLAYGROUND_LIMIT, strategies=None,
+                    also=sizes.playground_also,
                     natural=sizes.playground_natural, staggered=sizes.playground_staggered,
                 )  # fmt: skip
                 out[f"{task}@{n}"] = {**row, **worlds.ratios(row)}

@@ -395,11 +395,14 @@ def measure(
     autoreset_steps: int | None = None,
     natural: bool = True,
     staggered: bool = False,
+    also: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """One row of the table: every variant of ``suite`` on ``env_id`` at ``n`` environments,
     in both regimes (``natural`` and ``limit <limit>``), keyed ``"<regime> | <variant>"``,
     with rollax's default strategy under ``"default"`` (and Craftax's world cost).
-    ``strategies``: rollax's strategies to run (``None``: the default one only).
+    ``strategies``: rollax's strategies to run (``None``: the default one only), and
+    ``also`` more strategies beside them (``strategies=None, also=("every_step",)``: the
+    default, whichever it is, and ``every_step``).
     ``natural=False`` leaves the natural regime out (where no episode ends in ``steps``);
     ``staggered=True`` adds ``staggered <limit>``."""
     regimes: dict[str, int | None] = {"natural": None} if natural else {}
@@ -410,7 +413,8 @@ def measure(
     probe = rollax.make(env_id, num_envs=n)
     table = jax.vmap(probe.sample_actions)(jax.random.split(jax.random.key(1), steps))
     row: dict[str, Any] = {"default": probe.reset_strategy}
-    strategies = (probe.reset_strategy,) if strategies is None else strategies
+    strategies = (probe.reset_strategy,) if strategies is None else tuple(strategies)
+    strategies += tuple(s for s in also if s not in strategies)
     if suite == "craftax":
         row["cost"] = world_cost(n, repeats)
         print(f"{suite} {n}: {row['cost']}", flush=True)

@@ -122,6 +122,17 @@ def test_config_entries_and_the_backend_are_options(env):
     assert env.observation_space.shape == (5,)
 
 
+def test_an_accelerator_batches_the_physics_resets_in_a_pool(env, monkeypatch):
+    # A reset is a physics forward pass: on an accelerator it is drawn in batched refills
+    # (pool), not computed for every environment on every step as for a cheap reset.
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert rollax.envs.VecEnv(env.env, num_envs=1024).reset_strategy == "pool"
+    assert rollax.make("CartPole-v1", num_envs=1024).reset_strategy == "every_step"
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert rollax.envs.VecEnv(env.env, num_envs=1024).reset_strategy == "pool"
+    assert rollax.envs.VecEnv(env.env, num_envs=8).reset_strategy == "on_done"
+
+
 def test_unknown_tasks_options_missing_models_and_extras_are_messages(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="Did you mean 'playground/CartpoleBalance'"):
         rollax.make("playground/CartpoleBalanse")

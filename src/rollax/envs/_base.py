@@ -122,7 +122,10 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
         return type(self).__name__
 
     costly_reset: bool = False
-    """Whether a reset costs many steps (10x or more, as in a procedurally generated maze).
+    """Whether a reset costs far more than a branch on an accelerator (a device-to-host round
+    trip, about 30 us a step on an H100): ten steps or more of a small environment (a
+    procedurally generated maze), or a physics simulator's forward pass (MuJoCo Playground's
+    tasks, whatever their step costs).
 
     Only the default reset strategy on accelerators reads it: there, a costly reset is
     worth batching (``pool``); a cheap one is computed for every environment each step
