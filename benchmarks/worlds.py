@@ -37,7 +37,8 @@ own time limits (a random agent's episodes end when it dies), and ``limit L``
 them where no episode ends earlier, as in DM Control's tasks). With ``--staggered``, a third:
 ``staggered L``, the same limit with the batch's episode counters started at ``i % L``, so
 that ``N / L`` environments end on every step, as when episodes end at random times (falls,
-deaths). Also the cost of one world generation against a step's, per environment.
+deaths). Also the cost of one world generation against a step's, per environment, and for
+Playground the cost of one batched reset against a step of the batch (``start_cost``).
 
 The last line printed is one JSON object with every figure.
 
@@ -381,6 +382,30 @@ def world_cost(n: int, repeats: int) -> dict[str, float]:
     return out
 
 
+def start_cost(task: str, n: int, limit: int, repeats: int) -> dict[str, float]:
+    """Milliseconds for ``n`` of a Playground task: one batched reset (the task's own, under
+    ``vmap``: what a fresh strategy computes once per episode and the cached reset never) and
+    one step of the batch (a ``limit``-step rollout from fresh starts, per step), and
+    ``fresh_share``, the reset's cost over the episode's ``limit`` steps: the physics fresh
+    starts add to an episode of that length."""
+    from mujoco_playground import registry
+
+    with suite_code():
+        env = registry.load(task, config_overrides={"impl": "jax"})
+        reset = jax.jit(lambda key: jax.vmap(env.reset)(jax.random.split(key, n)))
+        state = reset(jax.random.key(0))
+        actions = jax.random.uniform(jax.random.key(1), (limit, n, env.action_size), minval=-1)
+        rollout = jax.jit(lambda s: jax.lax.scan(lambda s, a: (jax.vmap(env.step)(s, a), ()), s,
+                                                 actions)[0])  # fmt: skip
+        out = {
+            "reset_ms": 1e3 * median_seconds(lambda: reset(jax.random.key(2)), repeats),
+            "step_ms": 1e3 * median_seconds(lambda: rollout(state), repeats) / limit,
+        }
+    out["reset_over_step"] = out["reset_ms"] / out["step_ms"]
+    out["fresh_share"] = out["reset_over_step"] / limit
+    return out
+
+
 def measure(
     suite: str,
     env_id: str,
@@ -415,9 +440,13 @@ def measure(
     row: dict[str, Any] = {"default": probe.reset_strategy}
     strategies = (probe.reset_strategy,) if strategies is None else tuple(strategies)
     strategies += tuple(s for s in also if s not in strategies)
-    if suite == "craftax":
-        row["cost"] = world_cost(n, repeats)
-        print(f"{suite} {n}: {row['cost']}", flush=True)
+    if suite in ("craftax", "playground"):
+        row["cost"] = (
+            world_cost(n, repeats)
+            if suite == "craftax"
+            else start_cost(env_id.partition("/")[2], n, limit, repeats)
+        )
+        print(f"{env_id} {n}: {row['cost']}", flush=True)
     # Each variant with the regimes it runs in.
     variants: dict[str, Any] = {
         f"rollax {s}": (rollax_variant(env_id, n, s), regimes) for s in strategies
