@@ -424,7 +424,8 @@ def measure(
 ) -> dict[str, Any]:
     """One row of the table: every variant of ``suite`` on ``env_id`` at ``n`` environments,
     in both regimes (``natural`` and ``limit <limit>``), keyed ``"<regime> | <variant>"``,
-    with rollax's default strategy under ``"default"`` (and Craftax's world cost).
+    with rollax's default strategy under ``"default"`` (and under ``"cost"`` Craftax's world
+    cost, Playground's start cost).
     ``strategies``: rollax's strategies to run (``None``: the default one only), and
     ``also`` more strategies beside them (``strategies=None, also=("every_step",)``: the
     default, whichever it is, and ``every_step``).
