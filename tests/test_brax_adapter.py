@@ -48,6 +48,11 @@ def test_every_episode_starts_fresh_and_endings_are_told_apart(env):
     assert lengths and all(0 < n < 12 for n in lengths)
 
 
+def test_an_accelerator_batches_the_physics_resets_in_a_pool(env, monkeypatch):
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert rollax.envs.VecEnv(env.env, num_envs=1024).reset_strategy == "pool"
+
+
 def test_unknown_brax_name_lists_close_matches():
     with pytest.raises(ValueError, match="Did you mean 'brax/inverted_pendulum'"):
         rollax.make("brax/invertd_pendulum")
