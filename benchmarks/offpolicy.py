@@ -1,4 +1,4 @@
-"""DQN on CartPole-v1, SAC and TD3 on Pendulum-v1: time to threshold and throughput,
+"""DQN and PQN on CartPole-v1, SAC and TD3 on Pendulum-v1: time to threshold and throughput,
 rollax against rejax.
 
 Both libraries train with rejax's own settings for these tasks (its
@@ -16,16 +16,21 @@ Both libraries train with rejax's own settings for these tasks (its
   batch 100, Adam 1e-3 with gradients bounded at norm 100, Polyak 0.95, exploration noise
   0.3, target noise 0.2 clipped at 0.5, actor every 2 critic steps, normalized
   observations, 10,000 steps. rollax: ``PRESETS["Pendulum-v1"]`` of TD3.
+* PQN, CartPole-v1 (Q-learning like DQN, on rollouts of many environments with no replay
+  buffer): relu 64x64 with layer normalization, 16 environments x 128 steps, 5 epochs of 16
+  minibatches, Adam 3e-4, gradients bounded at 10 (rejax clips each element, rollax bounds
+  the norm), epsilon 1 to 0.05 over half of 524,288 steps, gamma 0.99, lambda 0.9. rollax:
+  ``PRESETS["CartPole-v1"]`` of PQN (its defaults are these settings).
 
 rejax 0.1.3 was written for gymnax's old 5-value ``step``; its environment is wrapped to
 return ``done = terminated or truncated`` (what rejax expected: its targets cannot tell a
 time limit from a termination, one of the things rollax fixes).
 
 Method, identical for both libraries: compile initialization, the training chunk and the
-evaluator first (timed: "compile"), then train in chunks of ``--dqn-chunk`` /
-``--sac-chunk`` environment steps (timed), evaluating after each chunk (``--episodes``
-episodes, not timed; each library's own evaluation policy: rollax acts greedily, rejax with
-its ``make_act``: epsilon 0.005 for DQN, a sampled action for SAC). Time to threshold =
+evaluator first (timed: "compile"), then train in chunks of ``--<algo>-chunk`` environment
+steps (timed), evaluating after each chunk (``--episodes`` episodes, not timed; each
+library's own evaluation policy: rollax acts greedily, rejax with its ``make_act``: epsilon
+0.005 for DQN and PQN, a sampled action for SAC). Time to threshold =
 compile + training time up to the first evaluation whose mean return reaches the threshold
 (475 on CartPole, -250 on Pendulum); it is also given without compile, and for rollax with
 a warm persistent compilation cache (the same run again: a second ``rollax train`` of a
@@ -33,7 +38,7 @@ configuration compiles from the cache runs keep by default). rejax trains a chun
 as its own ``train`` does between two evaluations (``train_iteration`` in a ``fori_loop``)
 with ``total_timesteps`` set to the whole budget, so its epsilon schedule is its own.
 Throughput: environment steps per second of training after compiling, learning included
-(the buffer already past ``learning starts``), median of ``--repeats``.
+(the buffer already past ``learning starts``; PQN has none), median of ``--repeats``.
 
 The last line printed is one JSON object with every figure.
 """
@@ -52,6 +57,7 @@ import jax
 import numpy as np
 
 from _common import FiveValueStep, Timed, median_of, median_seconds, use_compilation_cache
+from returns import REJAX_PQN  # rejax's own PQN settings for CartPole (configs/gymnax)
 
 DQN_REJAX = dict(
     agent="DuelingQNetwork",
@@ -105,6 +111,12 @@ TASKS = {
     "dqn": {"env": "CartPole-v1", "threshold": 475.0, "total": 100_000, "rejax": DQN_REJAX},
     "sac": {"env": "Pendulum-v1", "threshold": -250.0, "total": 10_000, "rejax": SAC_REJAX},
     "td3": {"env": "Pendulum-v1", "threshold": -250.0, "total": 10_000, "rejax": TD3_REJAX},
+    "pqn": {
+        "env": "CartPole-v1",
+        "threshold": 475.0,
+        "total": 524_288,
+        "rejax": REJAX_PQN["CartPole-v1"],
+    },
 }
 
 
@@ -162,8 +174,17 @@ def rejax_algo(algo: str) -> tuple[Any, Any, Any]:
 
 
 def rejax_chunk(agent: Any, chunk: int) -> Callable[[Any], Any]:
-    """``chunk`` environment steps of rejax's training, as its ``train`` runs them."""
-    iterations = -(-chunk // agent.num_envs)
+    """``chunk`` environment steps of rejax's training, as its ``train`` runs them. An
+    iteration of rejax's is one vectorized step for DQN and SAC, ``policy_delay`` of them for
+    TD3 (its critic steps before each actor step) and a rollout of ``num_steps`` for PQN."""
+    per_iteration = agent.num_envs * getattr(agent, "num_steps", 1)
+    per_iteration *= getattr(agent, "policy_delay", 1)
+    iterations = chunk // per_iteration
+    if iterations * per_iteration != chunk:
+        raise ValueError(
+            f"a chunk of rejax's training must be a multiple of its {per_iteration:,} steps "
+            f"per iteration, got {chunk:,}"
+        )
 
     def run(ts: Any) -> Any:
         return jax.lax.fori_loop(0, iterations, lambda _, ts: agent.train_iteration(ts), ts)
@@ -223,20 +244,25 @@ def _solve(run_chunk, evaluate, state, compile_seconds, task, chunk, seed) -> di
 def throughput(algo: str, steps: int, repeats: int) -> dict[str, float]:
     """Training environment steps/s with learning on, one seed, after compiling."""
     task = TASKS[algo]
-    warm = task["rejax"]["fill_buffer"]
+    warm = task["rejax"].get("fill_buffer", 0)  # PQN learns from its first rollout
     results = {}
 
     config = rollax_config(algo)
     agent = rollax_agent(algo, config)
     state = agent.init(jax.random.key(0))
     prefill = -(-warm // config.steps_per_iteration) * config.steps_per_iteration
-    state = jax.block_until_ready(agent.run(state, prefill)[0])
+    if prefill:
+        state = jax.block_until_ready(agent.run(state, prefill)[0])
     results["rollax"] = steps / median_seconds(lambda: agent.run(state, steps), repeats)
 
     ragent, _, _ = rejax_algo(algo)
     ts = jax.jit(ragent.init_state)(jax.random.key(0))
-    ts = jax.block_until_ready(jax.jit(rejax_chunk(ragent, prefill))(ts))
+    if prefill:
+        ts = jax.block_until_ready(jax.jit(rejax_chunk(ragent, prefill))(ts))
     run = jax.jit(rejax_chunk(ragent, steps))
+    moved = int(jax.block_until_ready(run(ts)).global_step - ts.global_step)
+    if moved != steps:  # the chunk's iterations counted in the wrong unit
+        raise RuntimeError(f"rejax's chunk of {steps:,} steps trained {moved:,}")
     results["rejax"] = steps / median_seconds(lambda: run(ts), repeats)
     return results
 
@@ -322,6 +348,9 @@ def main() -> None:
     parser.add_argument("--td3-chunk", type=int, default=500, help="steps between evals")
     parser.add_argument("--td3-total", type=int, help="TD3 budget (default 10,000)")
     parser.add_argument("--td3-tput-steps", type=int, default=2_000)
+    parser.add_argument("--pqn-chunk", type=int, default=16_384, help="steps between evals")
+    parser.add_argument("--pqn-total", type=int, help="PQN budget (default 524,288)")
+    parser.add_argument("--pqn-tput-steps", type=int, default=65_536)
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; rejax's environments are "
           "adapted to gymnax 1.0's 6-value step (done = terminated or truncated).")  # fmt: skip

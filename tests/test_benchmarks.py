@@ -104,18 +104,21 @@ def test_buffers_benchmark_ends_with_json():
 @pytest.mark.slow
 @pytest.mark.extra("rejax", "gymnax")
 def test_offpolicy_benchmark_ends_with_json():
-    # TD3 only: the gpu.py smoke below runs DQN and SAC through this script's solvers.
+    # TD3 and PQN (rollouts, no buffer to fill): the gpu.py smoke below runs DQN and SAC
+    # through this script's solvers.
     args = (
-        "--algos td3 --seeds 1 --td3-total 1200 --td3-chunk 600 --episodes 2 --repeats 1 "
-        "--td3-tput-steps 300"
+        "--algos td3 pqn --seeds 1 --td3-total 1200 --td3-chunk 600 --td3-tput-steps 300 "
+        "--pqn-total 4096 --pqn-chunk 2048 --pqn-tput-steps 2048 --episodes 2 --repeats 1"
     )
     report = _report("offpolicy.py", args, timeout=600)
-    runs = report["td3"]
-    for lib in ("rollax", "rejax"):
-        assert runs[lib][0]["compile_s"] > 0
-        assert len(runs[lib][0]["return_per_chunk"]) >= 1
-        assert runs["throughput_steps_per_s"][lib] > 0
-    assert "throughput" in runs["summary"]["ratios_rollax_over_rejax"]
+    for algo, chunks in (("td3", 2), ("pqn", 2)):
+        runs = report[algo]
+        for lib in ("rollax", "rejax"):
+            assert runs[lib][0]["compile_s"] > 0
+            assert 1 <= len(runs[lib][0]["return_per_chunk"]) <= chunks
+            assert runs["throughput_steps_per_s"][lib] > 0
+        assert "throughput" in runs["summary"]["ratios_rollax_over_rejax"]
+    assert report["rejax_settings"]["pqn"]["num_steps"] == 128
 
 
 @pytest.mark.slow
