@@ -137,11 +137,14 @@ def test_a_flattened_board_is_the_mlp_s_input_scaled_to_the_unit_interval():
 def test_pqn_leaves_breakout_s_plateau_with_its_preset():
     # A policy that only keeps the first ball returns about 7 on Breakout-MinAtar; after 1M
     # steps the preset's 10 seeds evaluated greedily returned 14.3 to 26.1 (returns.py's row).
-    config = PRESETS["gymnax/Breakout-MinAtar"].replace(num_seeds=3)
+    # A seed's outcome depends on the bits XLA computes: compiled with the suite's flags
+    # (tests/_xla.py), these 8 seeds returned 18.6, 9.3, 7.0, 16.9, 21.6, 21.1, 20.7 and 22.5
+    # on a 2-core machine where 2 of its first 3 stayed below 12, so half of 8 must pass.
+    config = PRESETS["gymnax/Breakout-MinAtar"].replace(num_seeds=8)
     agent = make_pqn(config, "gymnax/Breakout-MinAtar")
     state, _ = agent.run(agent.init(jax.random.key(0)), config.total_steps)
     returns = np.asarray(agent.evaluate(state, jax.random.key(1), 32, True)).mean(axis=1)
-    assert (returns >= 12).sum() >= 2, returns
+    assert (returns >= 12).sum() >= 4, returns
 
 
 def test_bad_input_is_refused_before_anything_compiles():
