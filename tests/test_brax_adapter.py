@@ -24,9 +24,10 @@ def env():
 
 
 def test_every_episode_starts_fresh_and_endings_are_told_apart(env):
-    step = jax.jit(env.step)
+    # Both under jit: Brax's reset is a forward pass of its physics, slow op by op.
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
     params = env.default_params.replace(max_episode_steps=3)
-    state, ts = env.reset(jax.random.key(0), params)
+    state, ts = reset(jax.random.key(0), params)
     starts = [np.asarray(ts.obs)]
     for _ in range(9):  # a centred pole stands for 3 steps: three truncated episodes
         state, ts = step(state, jnp.zeros((3, 1)), params)
@@ -37,7 +38,7 @@ def test_every_episode_starts_fresh_and_endings_are_told_apart(env):
     flat = np.concatenate(starts)
     assert len({tuple(row) for row in flat}) == len(flat)  # Brax's cached start is gone
 
-    state, ts = env.reset(jax.random.key(1))
+    state, ts = reset(jax.random.key(1), env.default_params)
     lengths = []
     for _ in range(12):  # pushing hard topples the pole: terminated, not truncated
         state, ts = step(state, jnp.full((3, 1), 0.3), env.default_params)
