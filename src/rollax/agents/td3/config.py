@@ -107,7 +107,9 @@ PRESETS: dict[str, TD3Config] = {
     # 0.3 gave 549 to 668 (IQM 626), 0.9 at 0.2 gave 224 to 820 (IQM 588), 87 s a seed.
     # Not the evaluation (the bare actor within 30 of the noisy one on each seed), not DrQ-v2's
     # noise schedule (1.0 to 0.1 over 65,536 steps: IQM 572), not saturated actions (an L2
-    # penalty on them, weight 1.0: IQM 485); docs/environments.md has the figures.
+    # penalty on them, weight 1.0: IQM 485), not the delayed actor and smoothed target
+    # (policy_delay=1, policy_noise=0: IQM 530 against the preset's 607 in one session);
+    # docs/environments.md has the figures.
     "playground/ReacherEasy": _PLAYGROUND,
 }  # fmt: skip
 """Per-environment defaults. Pendulum's are rejax's settings for it; MountainCarContinuous's
