@@ -20,7 +20,8 @@ Both libraries train with rejax's own settings for these tasks (its
   buffer): relu 64x64 with layer normalization, 16 environments x 128 steps, 5 epochs of 16
   minibatches, Adam 3e-4, gradients bounded at 10 (rejax clips each element, rollax bounds
   the norm), epsilon 1 to 0.05 over half of 524,288 steps, gamma 0.99, lambda 0.9. rollax:
-  ``PRESETS["CartPole-v1"]`` of PQN (its defaults are these settings).
+  ``PRESETS["CartPole-v1"]`` of PQN, its own settings (its defaults are rejax's; the preset
+  takes 2 epochs of 8 minibatches at Adam 1e-3 annealed linearly to 0).
 
 rejax 0.1.3 was written for gymnax's old 5-value ``step``; its environment is wrapped to
 return ``done = terminated or truncated`` (what rejax expected: its targets cannot tell a
@@ -122,7 +123,7 @@ TASKS = {
 
 # ---------------------------------------------------------------------------- rollax
 def rollax_config(algo: str) -> Any:
-    """rollax's configuration with rejax's settings (its preset, and the task's budget)."""
+    """rollax's configuration: its preset (rejax's settings but for PQN's), the task's budget."""
     from rollax.training import get_algorithm
 
     preset = get_algorithm(algo).config_for(TASKS[algo]["env"])

@@ -57,6 +57,12 @@ class PQNConfig(EpsilonGreedyConfig, OnPolicyConfig):
         check_fields(self, "unit_interval", "td_lambda")
 
 
+_CARTPOLE = PQNConfig(num_epochs=2, num_minibatches=8, learning_rate=1e-3, lr_schedule="linear")
+"""CartPole in half the time of the defaults (rejax's settings, 5 epochs of 16 minibatches at
+lr 3e-4): 2 epochs of 8 at lr 1e-3, annealed linearly to 0. 20 seeds in one program after
+524,288 steps, greedy: 20 above 475, 1.9 s a seed on 2 CPU cores, where the defaults took 3.8
+(20 of 20). Constant lr 1e-3 gave 19 of 20; one epoch of 16 at lr 1e-3, 8 of 10 in 1.6 s."""
+
 _MINATAR = PQNConfig(
     num_envs=128,
     num_steps=32,
@@ -112,9 +118,9 @@ one epoch: 3.0 and 3.2; purejaxql's own shape (1,024 environments x 1 step, one 
 minibatch, 512 x 512, lr 3e-4, lambda 0): 3.7 and 3.8."""
 
 PRESETS: dict[str, PQNConfig] = {
-    "CartPole-v1": PQNConfig(),
+    "CartPole-v1": _CARTPOLE,
     "gymnax/Asterix-MinAtar": _MINATAR_CONV,
     "craftax/Craftax-Classic-Symbolic-v1": _CRAFTAX,
     **{f"gymnax/{game}-MinAtar": _MINATAR for game in ("Breakout", "Freeway", "SpaceInvaders")},
 }
-"""Per-environment defaults where CartPole's would not do."""
+"""Per-environment presets: CartPole's trains the defaults' task in half their time."""
