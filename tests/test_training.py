@@ -188,3 +188,17 @@ def test_the_run_names_that_moved_to_rollax_runs_still_import_from_training_with
     with pytest.raises(AttributeError, match="no_such_name"):
         rollax.training.no_such_name  # noqa: B018
     assert not set(rollax.runs.__all__) & set(rollax.training.__all__)
+
+
+@pytest.mark.parametrize("package", ["pqn", "td3"])
+def test_an_agent_written_on_a_driver_stays_a_page_of_code(package):
+    # What the drivers promise the next agent's author: PQN (on-policy) and TD3 (off-policy)
+    # are each under 300 non-blank lines, config, presets, losses and agent together. Preset
+    # measurements belong on the docs pages, not in the package.
+    from pathlib import Path
+
+    import rollax.agents
+
+    root = Path(rollax.agents.__file__).parent / package
+    lines = sum(1 for f in root.glob("*.py") for line in f.read_text().splitlines() if line.strip())
+    assert lines < 300, f"rollax/agents/{package}/ has {lines} non-blank lines"

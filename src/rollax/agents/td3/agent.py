@@ -76,9 +76,8 @@ class TD3Learner:
         hparams: :class:`TD3HyperParams`.
         steps: int32 ``()``: critic steps taken (the actor steps every ``policy_delay``).
 
-    With ``exploration_correlation > 0``, each shard's exploration state
-    (``OffPolicyState.explore``) is the standard normal noise of the last action of each of
-    its environments: float32 ``(num_envs // num_shards, action_dim)``.
+    With ``exploration_correlation > 0``, each shard's ``OffPolicyState.explore`` holds the
+    unit normal noise of each environment's last action, float32 ``(num_envs // num_shards, A)``.
     """
 
     params: dict[str, Any]

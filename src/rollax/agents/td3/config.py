@@ -76,42 +76,13 @@ _PLAYGROUND = _FASTTD3.replace(total_steps=262_144, buffer_size=262_144)
 
 PRESETS: dict[str, TD3Config] = {
     "Pendulum-v1": TD3Config(),
-    # The goal is far and the reward for effort is negative: with independent noise the
-    # actor learns to stand still (rejax's settings, 10k steps, evaluated with their noise:
-    # -4.2 to -4.8 on 4 seeds). Correlated noise of 0.5 half ranges finds it: 8 seeds in one
-    # program at 92.9 to 94.3 after 20k steps (4 of 8 after 10k), about 5 s a seed on 2 CPUs.
     "MountainCarContinuous-v0": TD3Config(
         total_steps=20_000, buffer_size=20_000, tau=0.01, exploration_noise=0.5,
         exploration_correlation=0.95,
     ),
-    # FastTD3's manner (_FASTTD3): 10 of 10 seeds at 1,000 after 98,304 steps, 23.3 s a seed
-    # on 2 CPUs; 128 x 128 networks held 9 of 10 in 60.7 s.
     "brax/inverted_pendulum": _FASTTD3,
-    # MuJoCo Playground's CartpoleBalance: inverted_pendulum's settings over 262,144 steps (2
-    # seeds in one program: 464 and 493 after 98,304 steps, 852 and 614 after 196,608, 918
-    # and 989 after 262,144, 83 s a seed on 2 CPUs).
     "playground/CartpoleBalance": _PLAYGROUND,
-    # Reaching a target with the same settings: 2 seeds in one program at 603 and 893 after
-    # 262,144 steps (about 90 s a seed on 2 CPU cores); 5 seeds in benchmarks/returns.py: IQM
-    # 634, below Brax's SAC (912) with Playground's settings; 705 with critic_layer_norm=True.
-    # Tried since, 4 seeds in one program, 16 episodes each: n_step=3 gave 810, 818, 171 and
-    # 119 (no faster); 256 x 256 networks with 2 gradient steps a step 517, 397, 103 and 551
-    # at 2.3x the time; 256 x 256 with 8 gradient steps about 4x the time (stopped);
-    # exploration_noise=0.2 763, 519, 316 and 548 (the same time); distributional critics
-    # (num_atoms=101 over [0, 100]) 4x to 5x the time (stopped at 134k steps, training
-    # return 518 where exploration_noise=0.2 had 361). Then SAC's Playground batch (32
-    # environments, 2 gradient steps of 256, 256 x 256 networks, learning rate 1e-3) 656,
-    # 776, 420 and 690 at about 100 s a seed; FastTD3's mixed noise (each environment's own
-    # scale, spread from 0.001 to 0.4 over the batch) 457, 849, 580 and 745 at the same time.
-    # Correlated noise, as MountainCarContinuous's (5 seeds, the row's): correlation 0.95 at
-    # 0.3 gave 549 to 668 (IQM 626), 0.9 at 0.2 gave 224 to 820 (IQM 588), 87 s a seed.
-    # Not the evaluation (the bare actor within 30 of the noisy one on each seed), not DrQ-v2's
-    # noise schedule (1.0 to 0.1 over 65,536 steps: IQM 572), not saturated actions (an L2
-    # penalty on them, weight 1.0: IQM 485), not the delayed actor and smoothed target
-    # (policy_delay=1, policy_noise=0: IQM 530 against the preset's 607 in one session);
-    # docs/environments.md has the figures.
     "playground/ReacherEasy": _PLAYGROUND,
 }  # fmt: skip
-"""Per-environment defaults. Pendulum's are rejax's settings for it; MountainCarContinuous's
-explore with correlated noise; inverted_pendulum's and Playground's CartpoleBalance and
-ReacherEasy train in FastTD3's manner."""
+"""Per-environment defaults: rejax's for Pendulum, correlated noise for MountainCarContinuous,
+FastTD3's manner for the others. What each reaches: the Agents page, "Presets"."""
