@@ -17,6 +17,7 @@ from rollax.agents.dqn import DQNConfig, make_dqn  # noqa: E402
 from rollax.agents.ppo import PPOConfig, make_ppo  # noqa: E402
 from rollax.agents.pqn import PQNConfig, make_pqn  # noqa: E402
 from rollax.agents.sac import SACConfig, make_sac  # noqa: E402
+from rollax.agents.td3 import TD3Config, make_td3  # noqa: E402
 
 CASES = {
     "ppo": (
@@ -58,6 +59,13 @@ CASES = {
     "sac": (
         lambda **kw: make_sac(
             SACConfig(num_envs=4, learning_starts=64, batch_size=32, buffer_size=512, **kw),
+            "Pendulum-v1",
+        ),
+        128,
+    ),
+    "td3": (
+        lambda **kw: make_td3(
+            TD3Config(num_envs=4, learning_starts=64, batch_size=32, buffer_size=512, **kw),
             "Pendulum-v1",
         ),
         128,

@@ -23,7 +23,9 @@ from _xla import host_devices
 from rollax._files import KILL_AFTER_WRITES
 from rollax.agents.dqn import DQNConfig
 from rollax.agents.ppo import PPOConfig, make_ppo
+from rollax.agents.pqn import PQNConfig
 from rollax.agents.sac import SACConfig, make_sac
+from rollax.agents.td3 import TD3Config
 from rollax.runs import RunConfig, load_run, resume, train
 from rollax.runs._pbt import (
     PBTConfig,
@@ -33,7 +35,7 @@ from rollax.runs._pbt import (
     leaf_values,
     make_exploit,
 )
-from rollax.runs._population import HISTORY, best_lineage, read_history
+from rollax.runs._population import HISTORY, Population, best_lineage, read_history
 
 
 def _bits(tree):
@@ -245,6 +247,25 @@ def test_a_population_resumed_after_a_stop_makes_the_decisions_of_one_never_stop
     np.testing.assert_allclose(np.asarray(a.hparams.learning_rate), final, rtol=1e-6)
 
 
+def test_the_member_made_to_score_worst_takes_the_best_member_s_weights_bit_for_bit(tmp_path):
+    # A real run's population, its step taken by hand on scores that make member 2 the
+    # worst and member 1 the best: with 4 members and pbt_fraction 0.25, 2 copies 1.
+    config = TINY.replace(num_seeds=4, total_steps=512)
+    run = load_run(train(config, _pbt_run(tmp_path, "run", pbt_interval=4096)))
+    population = Population(run)
+    population.window = [np.array([3.0, 9.0, -1.0, 5.0])]
+    state, event = population.step(run.state, run.env_steps, np.ones(4, bool))
+    assert event["replaced"] == [False, False, True, False] and event["source"][2] == 1
+    per_seed = lambda s: _bits((s.params, s.opt_state, s.obs_stats))  # noqa: E731
+    for before, after in zip(per_seed(run.state), per_seed(state), strict=True):
+        np.testing.assert_array_equal(after[2], before[1])
+        np.testing.assert_array_equal(after[[0, 1, 3]], before[[0, 1, 3]])
+    lr = event["values"]["learning_rate"]
+    assert lr[:2] + lr[3:] == [TINY.learning_rate] * 3
+    assert 1e-4 <= lr[2] <= 1e-2  # 0.8x or 1.2x member 1's, or redrawn within the bounds
+    np.testing.assert_allclose(np.asarray(state.hparams.learning_rate), lr, rtol=1e-6)
+
+
 def test_a_member_that_diverges_is_replaced_at_once_and_the_population_trains_on(tmp_path):
     # Members 2 and 3 (learning rate 1e30) diverge in their first update; they take copies
     # of members 0 and 1, learning rate included, and the run ends normally.
@@ -373,11 +394,15 @@ def test_a_plain_run_replays_the_best_member_s_schedule(tmp_path):
         (SACConfig(num_envs=2, learning_starts=64, batch_size=32, buffer_size=512,
                    hidden_sizes=(8,), num_seeds=4, total_steps=1024), "Pendulum-v1",
          ("learning_rate=1e-5,1e-2", "target_entropy_scale=0.2,2")),
+        (TD3Config(num_envs=2, learning_starts=64, batch_size=32, buffer_size=512,
+                   hidden_sizes=(8,), num_seeds=4, total_steps=1024), "Pendulum-v1",
+         ("learning_rate=1e-5,1e-2", "exploration_noise=0.05,0.5")),
+        (PQNConfig(num_envs=4, num_steps=16, num_minibatches=1, hidden_sizes=(8,), num_seeds=4,
+                   total_steps=2048), "CartPole-v1",
+         ("learning_rate=1e-5,1e-2", "td_lambda=0.5,0.95")),
     ],
 )  # fmt: skip
-def test_off_policy_populations_evolve_their_learner_s_hyperparameters(
-    tmp_path, config, env, explore
-):
+def test_every_agent_s_population_evolves_its_hyperparameters(tmp_path, config, env, explore):
     run_config = _pbt_run(
         tmp_path, "run", env=env, pbt_explore=explore, log_every=config.total_steps // 8,
         pbt_interval=config.total_steps // 4, pbt_fraction=0.5,
@@ -389,7 +414,8 @@ def test_off_policy_populations_evolve_their_learner_s_hyperparameters(
     for event in history[1:]:
         assert event["event"] == "exploit" and sum(event["replaced"]) == 2
         assert None not in event["scores"]
-    hparams = load_run(run_dir).state.learner.hparams
+    state = load_run(run_dir).state
+    hparams = getattr(state, "learner", state).hparams  # PQN's are the state's own, as PPO's
     np.testing.assert_allclose(
         hparams.learning_rate, history[-1]["values"]["learning_rate"], rtol=1e-6
     )

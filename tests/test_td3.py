@@ -86,11 +86,14 @@ def _q(agent, state, obs, action):
     return np.asarray(agent.q_values(state, obs, action))[0, :, 0]
 
 
-@pytest.mark.parametrize("num_atoms", [0, 51], ids=["scalar", "c51"])
-def test_td3_bootstraps_through_truncation_to_the_infinite_horizon_value(num_atoms):
+@pytest.mark.parametrize(
+    ("num_atoms", "n_step"), [(0, 1), (51, 1), (0, 3)], ids=["scalar", "c51", "3-step"]
+)
+def test_td3_bootstraps_through_truncation_to_the_infinite_horizon_value(num_atoms, n_step):
     # Reward 1 forever, cut every 5 steps; the observation does not show time. The value is
-    # 1 / (1 - 0.9) = 10 only for a learner that bootstraps through the cut.
-    config = PROBE.replace(num_atoms=num_atoms, v_min=0.0, v_max=20.0)
+    # 1 / (1 - 0.9) = 10 only for a learner that bootstraps through the cut (with 3-step
+    # windows too, which cut at the episode's end and bootstrap from its final observation).
+    config = PROBE.replace(num_atoms=num_atoms, v_min=0.0, v_max=20.0, n_step=n_step)
     env = VecEnv(Probe("truncation", continuous=True), config.num_envs)
     agent = make_td3(config, env)
     state = agent.init(jax.random.key(0), env_params=ProbeParams(max_episode_steps=np.int32(5)))
