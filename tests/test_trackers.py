@@ -9,6 +9,7 @@ MLflow logs to a local ``sqlite:///`` store, which the tests read back with MLfl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 from pathlib import Path
@@ -195,6 +196,25 @@ def test_sweep_members_keep_their_names_within_what_mlflow_allows():
     )
     for name in ("episode_return[lr=1e+3 gamma=0.99]_seed0", "episode_return[x=(1, 2)]_seed3"):
         _validate_metric_name(_mlflow_name(name))  # MLflow's own check: raises if refused
+
+
+def test_every_sweep_member_s_return_reaches_both_trackers_under_its_metrics_csv_name(tmp_path):
+    from rollax.runs._trackers import _mlflow_name
+
+    run_dir, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    config = CONFIG.replace(num_seeds=2, sweep=("learning_rate=1e-3,2e-3",))
+    train(config, dataclasses.replace(_tracked(run_dir, uri), eval_episodes=0))
+    header, csv_rows = read_metrics(run_dir / "metrics.csv")
+    members = [c for c in header if c.startswith("episode_return[")]
+    assert len(members) == 4, header  # 2 grid points x 2 seeds
+    (segment,) = _segments(run_dir)
+    sent = {r["env_steps"]: r for r in segment["rows"] if "episodes" in r}
+    run_id = json.loads((run_dir / "trackers.json").read_text())["mlflow"]["id"]
+    for name in members:
+        logged = [(int(r["env_steps"]), float(r[name])) for r in csv_rows if r[name] != ""]
+        assert logged, name  # every member ended an episode in some row
+        assert [(step, sent[step][name]) for step, _ in logged] == pytest.approx(logged), name
+        assert _mlflow_history(uri, run_id, _mlflow_name(name)) == pytest.approx(logged), name
 
 
 def test_a_damaged_tracker_record_starts_new_tracker_runs(tmp_path, capsys):
