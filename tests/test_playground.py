@@ -61,6 +61,58 @@ def test_steps_like_playground_itself():
     assert not bool(np.asarray(mine[1][2]).any())  # a balanced pole does not end
 
 
+def test_playground_s_full_reset_episodes_are_rollax_s_under_the_same_keys():
+    # Playground's full_reset=True (its wrapper, 5-step episodes) computes a reset from a new
+    # key on every step and keeps it where an episode ended, as rollax's fresh strategies do.
+    # Given the key it drew for each episode, rollax's reset gives that episode's first
+    # observation and rollax's steps the rest, rewards included, across both resets.
+    from mujoco_playground import registry, wrapper
+
+    with suite_code():
+        theirs = registry.load(TASK, config_overrides={"impl": "jax"})
+        wrapped = wrapper.wrap_for_brax_training(theirs, episode_length=5, full_reset=True)
+    ours, split = PlaygroundEnv(TASK), jax.vmap(jax.random.split)
+    params = ours.default_params
+    actions = jax.random.uniform(jax.random.key(4), (14, 1, 1), minval=-1.0, maxval=1.0)
+
+    def playground():
+        rng = jax.random.key_data(jax.random.split(jax.random.key(3), 1))  # (1, 2) uint32
+        state = wrapped.reset(rng)
+
+        def body(state, action):
+            # The keys as its wrapper takes them: [..., 1] of split raw uint32 keys (for raw
+            # keys that mixes words of both children; any key will do, the same for both).
+            reset_key = split(state.info["AutoResetWrapper_rng"])[..., 1]
+            start_key = split(reset_key)[..., 1]  # what its reset(reset_key) resets the task with
+            state = wrapped.step(state, action)
+            return state, (state.obs[0], state.reward[0], state.done[0], start_key[0])
+
+        return state, split(rng)[0, ..., 1], jax.lax.scan(body, state, actions)[1]
+
+    with suite_code():
+        _, first_key, (obs, reward, done, start_keys) = jax.jit(playground)()
+    ends = np.flatnonzero(np.asarray(done))
+    assert ends.tolist() == [4, 9]  # the limit, every 5 steps; then the new episode's first obs
+
+    @jax.jit
+    def episode(key, actions):
+        def body(state, action):
+            state, reward, _ = ours.step_env(state, action, params)
+            return state, (ours.observe(state, params), reward)
+
+        start = ours.reset_env(key, params)
+        return ours.observe(start, params), jax.lax.scan(body, start, actions)[1]
+
+    starts = [(first_key, -1), *((start_keys[t], t) for t in ends)]
+    for key, t in starts:
+        first, (mine, rewards) = episode(key, actions[t + 1 : t + 5, 0])
+        if t >= 0:
+            np.testing.assert_array_equal(first, obs[t])  # the first obs Playground kept
+        np.testing.assert_array_equal(mine, obs[t + 1 : t + 5])
+        np.testing.assert_array_equal(rewards, reward[t + 1 : t + 5])
+    assert len({tuple(np.asarray(obs[t])) for t in ends}) == 2  # two different fresh starts
+
+
 def _one_step_episodes(env, read, episodes=7):
     """Episodes of one step each from key 0, so that every step resets every environment.
 
