@@ -33,8 +33,8 @@ Sections (``--only`` runs some of them):
   with ``full_reset=True`` (``benchmarks/worlds.py``'s variants: steps/s and freshness at
   1,024 and 8,192 environments, in 1,000-step and in 16-step episodes), and rollax's PPO
   against Brax's PPO with Playground's published settings (``benchmarks/returns.py``'s peer),
-  one seed each for 9.8M steps, rollax at Playground's batch (``playground_ppo``): wall time
-  and return.
+  one seed each for 9.8M steps, rollax with each task's preset at Playground's batch
+  (``playground_ppo``; WalkerWalk's preset is that batch): wall time and return.
 - ``pbt``: population-based training on Craftax-Classic-Symbolic: ``benchmarks/pbt.py``'s
   two arms (8 members from the same learning-rate x entropy grid, with and without PBT) with
   rollax's Craftax preset, 524,288 steps per member, one repeat: the wall time of each arm,
@@ -504,19 +504,22 @@ PLAYGROUND_LIMIT = 16
 """The short-episode regime of the reset comparison: every episode cut at 16 steps."""
 
 
-def playground_ppo(sizes: Sizes) -> Any:
-    """rollax's PPO on Playground at a GPU's scale: Playground's published Brax PPO batch
-    (``dm_control_suite_params.brax_ppo_config``: 2,048 environments, 16 unrolls of 30 steps
-    between updates, 16 epochs of 32 minibatches, 983,040 steps an iteration) over the
-    CartpoleBalance preset's learning rate, discount, reward scale and observation
-    normalization. rollax estimates advantages over each environment's 480 steps, where Brax
-    cuts them into unrolls of 30. The environments and steps are ``Sizes``'."""
+def playground_ppo(sizes: Sizes, task: str) -> Any:
+    """rollax's PPO on a Playground task at a GPU's scale: the task's preset, at Playground's
+    published Brax PPO batch (``dm_control_suite_params.brax_ppo_config``: 2,048
+    environments, 16 unrolls of 30 steps between updates, 16 epochs of 32 minibatches,
+    983,040 steps an iteration). The heavy tasks' presets (WalkerWalk, CheetahRun) are that
+    batch already; CartpoleBalance's CPU preset takes it here. rollax estimates advantages
+    over each environment's 480 steps, where Brax cuts them into unrolls of 30. The
+    environments and steps are ``Sizes``'."""
     from rollax.agents.ppo import PRESETS
 
+    gpu = PRESETS["playground/WalkerWalk"]  # Playground's published batch
     envs, steps = sizes.playground_batch
-    return PRESETS["playground/CartpoleBalance"].replace(
-        num_envs=envs, num_steps=steps, num_epochs=16, num_minibatches=32
-    )
+    return PRESETS.get(f"playground/{task}", gpu).replace(
+        num_envs=envs, num_steps=steps, num_epochs=gpu.num_epochs,
+        num_minibatches=gpu.num_minibatches,
+    )  # fmt: skip
 
 
 def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
@@ -541,8 +544,9 @@ def playground(sizes: Sizes, repeats: int) -> dict[str, Any]:
 
     if not sizes.playground_ppo_steps:
         return out
-    config, steps = playground_ppo(sizes), sizes.playground_ppo_steps
+    steps = sizes.playground_ppo_steps
     for task in sizes.playground_tasks:
+        config = playground_ppo(sizes, task)
         row = returns.Row(f"playground/{task}", "playground", task, {}, steps)
         seeds, episodes = sizes.playground_seeds, sizes.episodes
         with _failure_kept(out, f"ppo_{task}"):

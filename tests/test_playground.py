@@ -348,6 +348,34 @@ def test_the_dm_control_suite_is_listed():
     assert sum(i.startswith("playground/") for i in ids) >= 25
 
 
+@pytest.mark.parametrize("task", ["WalkerWalk", "CheetahRun"])
+def test_the_heavy_tasks_ppo_presets_are_playground_s_published_batch(task):
+    # A GPU's preset, trained by benchmarks/gpu.py: Playground's own settings for the task
+    # (brax_ppo_config), but for the reward scale (rollax's Playground presets keep values
+    # near 20), and its budget in whole iterations.
+    from mujoco_playground.config import dm_control_suite_params
+
+    from rollax.agents.ppo import PRESETS
+
+    theirs = dm_control_suite_params.brax_ppo_config(task)
+    ours = PRESETS[f"playground/{task}"]
+    iteration = theirs.batch_size * theirs.num_minibatches * theirs.unroll_length
+    assert ours.num_envs == theirs.num_envs
+    assert ours.steps_per_iteration == iteration
+    assert (ours.num_epochs, ours.num_minibatches) == (
+        theirs.num_updates_per_batch,
+        theirs.num_minibatches,
+    )
+    assert (ours.learning_rate, ours.gamma, ours.ent_coef) == (
+        theirs.learning_rate,
+        theirs.discounting,
+        theirs.entropy_cost,
+    )
+    assert ours.normalize_obs == theirs.normalize_observations
+    assert ours.action_repeat == theirs.action_repeat
+    assert ours.total_steps == theirs.num_timesteps // iteration * iteration
+
+
 @pytest.mark.slow
 def test_ppo_preset_balances_the_cartpole_on_most_seeds():
     # Playground's CartpoleBalance with rollax's fresh resets: 4 seeds in one program (a

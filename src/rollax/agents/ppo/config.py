@@ -158,6 +158,18 @@ and 346 after 524,288 steps, 991 and 966 after 786,432, 996 and 982 after 1M (ab
 training on 2 CPU cores, and about 55 s to compile); 10 seeds after 1M: 955 to 994, IQM 977
 (benchmarks/returns.py)."""
 
+_PLAYGROUND_GPU = _PLAYGROUND.replace(
+    num_envs=2_048, num_steps=480, num_epochs=16, num_minibatches=32, total_steps=59_965_440
+)
+"""MuJoCo Playground's heavy DM Control tasks, a GPU's preset: Playground's published batch
+(``brax_ppo_config``: 2,048 environments, 16 unrolls of 30 steps between updates, 16 epochs
+of 32 minibatches of 1,024, 983,040 steps an iteration) and its 60M steps, in whole
+iterations (61), over :data:`_PLAYGROUND`'s settings, which are Playground's but for the reward
+scale. rollax estimates advantages over each environment's 480 steps where Brax cuts them
+into unrolls of 30. Not trained on a CPU: WalkerWalk steps at 3.7k to 5.3k steps/s on 2
+cores, so 60M steps would take 3 to 4.5 hours; ``benchmarks/gpu.py --only playground``
+trains it on a GPU."""
+
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
     # The default entropy bonus: 30 seeds in one program all end between -92 and -75 after
@@ -264,5 +276,8 @@ PRESETS: dict[str, PPOConfig] = {
     "playground/AcrobotSwingup": _PLAYGROUND.replace(
         action_repeat=2, num_envs=512, total_steps=7_995_392
     ),
+    # The heavy tasks, whose steps cost some 65 times CartpoleBalance's: a GPU's batch.
+    "playground/WalkerWalk": _PLAYGROUND_GPU,
+    "playground/CheetahRun": _PLAYGROUND_GPU,
 }
 """Per-environment defaults where CartPole's would not solve the task."""
