@@ -20,8 +20,8 @@ class FastCompile:
     closed over by the outer function), JAX refuses the options with a ``ValueError`` while
     tracing, before anything runs, and the plain function is traced instead; an error of the
     function itself is raised again by that second trace. Used for programs that run rarely
-    (``init``, evaluation), and for training programs at a level that runs them as fast
-    (DQN, SAC, TD3).
+    (``init``, evaluation), and for the on- and off-policy drivers' training programs, at a
+    level that runs them as fast.
     """
 
     def __init__(self, fn: Any, cpu_level: int) -> None:
@@ -46,12 +46,11 @@ class FastCompile:
 
 
 def _compiler_options(cpu_level: int) -> dict[str, Any] | None:
-    """XLA options for programs that run rarely: a lower LLVM optimization level on CPU.
+    """XLA options on CPU: a lower LLVM optimization level, which compiles faster.
 
-    Measured on a 2-core CPU with CartPole's PPO: ``init`` (run once) compiles in 1.3 s at
-    level 0 instead of 2.9 s; evaluation compiles in 1.0 s at level 1 instead of 1.5 s and
-    runs as fast. The training program keeps the default (level 1 was up to 5% slower at
-    256 environments). Other backends keep their defaults.
+    ``init`` (run once) compiles at level 0; evaluation and both drivers' training programs
+    at level 1, which runs them as fast (see the Getting started page). Other backends keep
+    their defaults.
     """
     if jax.default_backend() != "cpu":
         return None
