@@ -60,10 +60,9 @@ def avoid_cpu_scheduler_deadlock() -> bool:
     """Turn XLA:CPU's concurrency-optimized scheduler off where it deadlocks (jaxlib 0.10).
 
     Call it before the first computation (JAX then starts its backend with the flag). The
-    command line calls it for you. With the scheduler off, the programs measured ran as
-    fast on jaxlib 0.10.2 (PPO on CartPole 173k steps/s against 170k, DQN 89k against 82k).
-    Passing the option per program (``jax.jit(..., compiler_options=...)``) does not avoid
-    the deadlock, hence the environment variable.
+    command line calls it for you. PPO and DQN run as fast with the scheduler off (see the
+    Getting started page). Passing the option per program (``jax.jit``'s
+    ``compiler_options``) does not avoid the deadlock, hence the environment variable.
 
     Returns:
         True if it added the flag to ``XLA_FLAGS``; False where the installed jaxlib does
@@ -80,10 +79,9 @@ def cores_as_devices() -> int:
 
     XLA:CPU runs one program on one device with little parallelism for the small operations
     of RL training, so several seeds in one program use about one core; seeds spread over
-    one device per core run side by side (``devices="auto"``; measured on 2 cores: 8 seeds of
-    DQN on CartPole 38k member steps/s against 17k, of PPO 403k against 210k). The command
-    line calls this before JAX starts its backend (it has no effect on one already started);
-    other platforms (GPUs) are unaffected.
+    one device per core run side by side (``devices="auto"``; the Seeds, shards and devices
+    page has the figures). The command line calls this before JAX starts its backend (it
+    has no effect on one already started); other platforms (GPUs) are unaffected.
 
     Returns:
         The device count set (or the one already in ``XLA_FLAGS``).
