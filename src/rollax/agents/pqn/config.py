@@ -59,9 +59,8 @@ class PQNConfig(EpsilonGreedyConfig, OnPolicyConfig):
 
 _CARTPOLE = PQNConfig(num_epochs=2, num_minibatches=8, learning_rate=1e-3, lr_schedule="linear")
 """CartPole in half the time of the defaults (rejax's settings, 5 epochs of 16 minibatches at
-lr 3e-4): 2 epochs of 8 at lr 1e-3, annealed linearly to 0. 20 seeds in one program after
-524,288 steps, greedy: 20 above 475, 1.9 s a seed on 2 CPU cores, where the defaults took 3.8
-(20 of 20). Constant lr 1e-3 gave 19 of 20; one epoch of 16 at lr 1e-3, 8 of 10 in 1.6 s."""
+lr 3e-4): 2 epochs of 8 at lr 1e-3, annealed linearly to 0, with as many seeds above 475 (the
+Benchmarks page, "PQN and TD3", has the figures)."""
 
 _MINATAR = PQNConfig(
     num_envs=128,
@@ -78,20 +77,15 @@ _MINATAR = PQNConfig(
 """gymnax's MinAtar games on the flattened board (a 64 x 64 MLP with layer normalization, as
 rejax's PQN): purejaxql's MinAtar rollout (128 environments x 32 steps), epsilon (1 to 0.05
 over the first tenth), lambda 0.65 and norm bound, at a CPU's budget of 1M steps instead of
-their 10M, with one epoch of 32 minibatches at lr 1e-3 (theirs 2 of 32 at 5e-4). Breakout
-after 1M steps, 10 seeds in one program, greedy: IQM 19.6 [16.5, 23.1], seeds 14.3 to 26.1,
-5.4 s a seed on 2 CPU cores; 2 epochs of 8 minibatches reach 20.4 in 7.2 s, 1 epoch of 16
-14.6 in 5.3 s."""
+their 10M, with one epoch of 32 minibatches at lr 1e-3 (theirs 2 of 32 at 5e-4): the number of
+passes over the samples sets the time, and one pass ties rejax on Breakout (see the
+Benchmarks page, "PQN and TD3")."""
 
 _MINATAR_CONV = _MINATAR.replace(hidden_sizes=(128,), image_encoder="cnn")
-"""Asterix, which the flattened board does not learn in 1M steps (4 seeds, greedy: IQM 1.3
-with 1 epoch of 32 minibatches, 1.8 with 2, 1.3 at 128 x 128): a 3x3 convolution as in the
+"""Asterix, which the flattened board does not learn in 1M steps: a 3x3 convolution as in the
 MinAtar paper (8 channels instead of its 16, then 128 units), with the flattened board's
-epoch of 32 minibatches. 10 seeds after 1M steps, greedy: IQM 24.8 [18.8, 31.5], seeds 14.6
-to 42.9, 29.5 s a seed on 2 CPU cores (rejax's flattened board: 11.3 s, IQM 1.3). 4 epochs of
-16 minibatches at lr 1e-3 annealed reach 35.7 [29.6, 40.5] in 71.3 s a seed; a 3x3
-convolution of 16 channels at stride 2 costs 16.7 s a seed on 4 seeds but learns less (3.8 to
-12.5, where this preset's first 4 seeds reach 5.5 to 27.1)."""
+epoch of 32 minibatches (more epochs learn more at more than twice the time; the Benchmarks
+page, "PQN and TD3", has what each variant reached)."""
 
 _CRAFTAX = PQNConfig(
     num_envs=256,
@@ -112,10 +106,7 @@ _CRAFTAX = PQNConfig(
 to 0.005 over the first tenth), norm bound (0.5), normalized inputs and linearly decayed
 learning rate, on the rollout of rollax's PPO preset for Craftax (256 environments x 32
 steps) with 2 epochs of 8 minibatches at lr 1e-3, lambda 0.8 and a 256 x 256 MLP with layer
-normalization. Seeds 0 and 1 in one program after 1M steps, greedy: returns 4.7 and 5.9,
-83 s a seed on 2 CPU cores (rollax's PPO preset: 6.0 on seed 0). Lambda 0.5: 4.9 and 4.4;
-one epoch: 3.0 and 3.2; purejaxql's own shape (1,024 environments x 1 step, one epoch of one
-minibatch, 512 x 512, lr 3e-4, lambda 0): 3.7 and 3.8."""
+normalization (the Agents page, PQN, has what it and the alternatives tried reach)."""
 
 PRESETS: dict[str, PQNConfig] = {
     "CartPole-v1": _CARTPOLE,
