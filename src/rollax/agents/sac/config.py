@@ -73,23 +73,17 @@ PRESETS: dict[str, SACConfig] = {
     "playground/CartpoleBalance": _PLAYGROUND,
     # Reaching a target: CartpoleBalance's settings on 32 environments instead of 16 (one
     # update of 256 per 16 transitions, as Playground's 128 environments with 8 of 512 make;
-    # 16 replayed samples per transition where Playground's make 32). 5 seeds in
-    # benchmarks/returns.py: 690 to 913, IQM 881, tied with Brax's SAC (931) with Playground's
-    # settings, at 0.44x its wall time (52.1 s a seed). On 16 environments (CartpoleBalance's
-    # batch) IQM 808, tied, at 0.76x; 1.01x with critic_layer_norm (Brax's critics, IQM 859).
-    # One gradient step of 512 on 16 environments: IQM 830, tied, at 0.78x.
+    # 16 replayed samples per transition where Playground's make 32): it ties Brax's SAC in
+    # under half its wall time (see the Environments page, "Training on Playground").
     "playground/ReacherEasy": _PLAYGROUND.replace(num_envs=32),
 }
-"""Per-environment defaults. Pendulum's are rejax's settings for it (about -160 after 10k
-steps). MountainCarContinuous's explore with correlated noise (0.95): 94 on 2 of 2 seeds
-after 10k steps, stable to 50k; with independent noise the policy learns to stand still
-(return about 0). MuJoCo Playground's CartpoleBalance: Playground's published learning rate,
-discount and observation normalization (``brax_sac_config``) and Brax's 256 x 256 ReLU
-networks (without the layer normalization Playground gives the critics) at a CPU's batch, 16
-environments with 2 gradient steps of 256 each a step (one update per 8 transitions where
-Playground's 128 environments with 8 steps of 512 make one per 16), and a temperature that
-starts at 0.1 (from 1.0, 2 seeds in one program ended at 438 and 424 after 131,072 steps;
-from 0.1 at 701 and 552, and at 724 and 805 after 262,144, about 2 minutes a seed on 2 CPU
-cores; 5 seeds in benchmarks/returns.py: 889 to 982, IQM 952). PPO's preset balances it in
-fewer seconds. ReacherEasy trains with the same settings on twice the environments: half the
-gradient steps per transition."""
+"""Per-environment defaults. Pendulum's are rejax's settings for it. MountainCarContinuous's
+explore with correlated noise (0.95): with independent noise the policy learns to stand still.
+MuJoCo Playground's CartpoleBalance: Playground's published learning rate, discount and
+observation normalization (``brax_sac_config``) and Brax's 256 x 256 ReLU networks (without
+the layer normalization Playground gives the critics) at a CPU's batch, 16 environments with
+2 gradient steps of 256 each a step (one update per 8 transitions where Playground's 128
+environments with 8 steps of 512 make one per 16), and a temperature that starts at 0.1,
+which learns faster than from 1.0. PPO's preset balances it in fewer seconds.
+ReacherEasy trains with the same settings on twice the environments: half the gradient steps
+per transition. The Agents and Environments pages have what each preset reaches."""
