@@ -99,10 +99,9 @@ _MEMORY = PPOConfig(
     cell_size=64,
 )
 """Partially observed tasks: a GRU of 64 between a 64-wide encoder and the heads, 64
-environments x 32 steps, lr 4e-3 annealed. StatelessCartPole-v1 after 1M steps: 5 seeds in one
-program all at 500 (119 s on 2 CPU cores), and seeds 0-2 trained alone at 499.7, 500 and 500
-(about 29 s each); lr 2.5e-3 gave 490-500 on the 5 seeds but 172 for seed 0 alone, lr 1e-3
-left two of three seeds below 250."""
+environments x 32 steps, lr 4e-3 annealed: lower rates left some seeds of
+StatelessCartPole-v1 short of 500 (the Agents page, "Memory: recurrent PPO", has the
+figures)."""
 
 _CRAFTAX = PPOConfig(
     num_envs=256,
@@ -153,10 +152,8 @@ _PLAYGROUND = PPOConfig(
 (0.995), learning rate (1e-3) and observation normalization, on 128 environments x 32 steps
 with 4 epochs of 8 minibatches instead of its 2,048 x 30 with 16 epochs of 32 (a batch for a
 GPU), and a reward scale of 0.1 instead of 10, which keeps the values of 1,000-step episodes
-(about 200 unscaled at this discount) near 20. CartpoleBalance, 2 seeds in one program: 938
-and 346 after 524,288 steps, 991 and 966 after 786,432, 996 and 982 after 1M (about 25 s of
-training on 2 CPU cores, and about 55 s to compile); 10 seeds after 1M: 955 to 994, IQM 977
-(benchmarks/returns.py)."""
+(about 200 unscaled at this discount) near 20. The Environments page, "Training on
+Playground", has what it reaches."""
 
 _PLAYGROUND_GPU = _PLAYGROUND.replace(
     num_envs=2_048, num_steps=480, num_epochs=16, num_minibatches=32, total_steps=59_965_440
@@ -166,9 +163,8 @@ _PLAYGROUND_GPU = _PLAYGROUND.replace(
 of 32 minibatches of 1,024, 983,040 steps an iteration) and its 60M steps, in whole
 iterations (61), over :data:`_PLAYGROUND`'s settings, which are Playground's but for the reward
 scale. rollax estimates advantages over each environment's 480 steps where Brax cuts them
-into unrolls of 30. Not trained on a CPU: WalkerWalk steps at 3.7k to 5.3k steps/s on 2
-cores, so 60M steps would take 3 to 4.5 hours; ``benchmarks/gpu.py --only playground``
-trains it on a GPU."""
+into unrolls of 30. Not trained on a CPU, where 60M of these steps take hours (see the
+Environments page); ``benchmarks/gpu.py --only playground`` trains it on a GPU."""
 
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
@@ -219,7 +215,8 @@ PRESETS: dict[str, PPOConfig] = {
         frame_stack=2,
     ),
     "StatelessCartPole-v1": _MEMORY,
-    # Recall after 5 steps: every seed at 1.0 from 65,536 steps on (3 seeds, 25 s in all).
+    # Recall after 5 steps: a quarter of StatelessCartPole's budget is enough (the Agents
+    # page, "Memory: recurrent PPO").
     "gymnax/MemoryChain-bsuite": _MEMORY.replace(total_steps=262_144),
     "brax/inverted_pendulum": PPOConfig(
         num_envs=256,
@@ -236,10 +233,7 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     **{f"gymnax/{game}-MinAtar": _MINATAR for game in ("Breakout", "Asterix", "SpaceInvaders")},
     # Freeway rewards each crossing of the road, and 128x128 plateaus a little below rejax's
-    # 256x256 there (10 seeds after 1M steps: IQM 29.5 against 30.1, P(rollax > rejax) 0.39).
-    # 192x192 costs about 1.4x as much a sample and ends at 30.1 to 33.2 (IQM 31.5, P 0.72
-    # against the same rejax seeds); 256x256 ends at 32.2 to 36.8 but takes nearly as long as
-    # rejax; an entropy bonus of 0.001 at 128x128 stays level with rejax (IQM 30.1).
+    # 256x256 there; 192x192 ends above it in less time than 256x256 (the Agents page, PPO).
     "gymnax/Freeway-MinAtar": _MINATAR.replace(hidden_sizes=(192, 192)),
     "craftax/Craftax-Classic-Symbolic-v1": _CRAFTAX,
     # Jumanji's discount (0.997, its A2C's) and lr 2.5e-3: 3 seeds in one program eat 2.2,
@@ -249,30 +243,22 @@ PRESETS: dict[str, PPOConfig] = {
     "jumanji/Snake-v1": _GRID.replace(learning_rate=2.5e-3, gamma=0.997),
     "xminigrid/MiniGrid-DoorKey-5x5": _GRID,
     "playground/CartpoleBalance": _PLAYGROUND,
-    # Reaching a target: 2 seeds in one program at 728 and 750 after 1M steps, 840 and 899
-    # after 2M (evaluated: 796 and 948), about 3 minutes on 2 CPU cores.
+    # Reaching a target: CartpoleBalance's settings over twice the steps, as both seeds
+    # tried still gained from 1M to 2M (the Environments page, "Training on Playground").
     "playground/ReacherEasy": _PLAYGROUND.replace(total_steps=2_097_152),
     # Swinging the pole up: every action held for 4 control steps (250 agent steps an
-    # episode). 2 seeds in one program, 16 episodes each: 839 and 835 after 1M agent steps
-    # (4M control steps, about 30 s a seed on 2 CPU cores). Without the repeat one seed of two
-    # hangs near 200 after 2M steps (816 and one near 200; at 256 environments over 3M, 161
-    # and 173; with 256 x 256 swish networks, 196 and 796; without an entropy bonus, 138 and
-    # 444).
+    # episode); without the repeat some seeds stall below the swing-up (the Environments
+    # page, "Training on Playground", has every run).
     "playground/CartpoleSwingup": _PLAYGROUND.replace(action_repeat=4),
     # Swinging up a pendulum whose reward is sparse (only near upright). Playground's own
     # settings ask for an action repeat of 4 but name the task "PendulumSwingUp", which is not
-    # its id, so they never apply. With it, 2 seeds in one program: 61 and 57 after 1M agent
-    # steps, 578 and 747 after 2M, 825 and 765 after 3M (12M control steps, about 50 s a seed
-    # on 2 CPU cores). Without it, 56 and 47 after 4M; a repeat of 8 gives 138 and 251 after 1M.
+    # its id, so they never apply. The repeat is what lets it swing up, over 3M agent steps
+    # (the Environments page, "Training on Playground", has every run).
     "playground/PendulumSwingup": _PLAYGROUND.replace(action_repeat=4, total_steps=3_145_728),
     # Swinging up a double pendulum driven at its elbow only. Each action held for 2 control
-    # steps, 512 environments, 488 whole iterations of 512 x 32 (the 8M steps measured). 4
-    # seeds in one program, 8 episodes each: 131, 96, 103 and 69 after 8M agent steps (about
-    # 55 s a seed on 2 CPU cores; a random policy scores 1 to 10), and no higher after 16M
-    # (97, 65, 98, 99). At 128 environments seeds end lower: 131 and 41 with the same repeat,
-    # 67, 31, 51 and 39 with an entropy bonus of 0.03 (earlier, 26 to 79 with a repeat of 1 or
-    # 4 and with 256 x 256 swish networks); at 256, 138, 53, 97 and 104; 8 epochs instead of 4
-    # cost 1.3x for 133, 79, 115 and 108. Playground trains it for 100M steps.
+    # steps, 512 environments, 488 whole iterations of 512 x 32 (8M agent steps): fewer
+    # environments ended lower, and 16M steps no higher (the Environments page, "Training on
+    # Playground", has every run). Playground trains it for 100M steps.
     "playground/AcrobotSwingup": _PLAYGROUND.replace(
         action_repeat=2, num_envs=512, total_steps=7_995_392
     ),
