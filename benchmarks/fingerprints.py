@@ -24,8 +24,11 @@ from rollax.agents.dqn import PRESETS as DQN_PRESETS
 from rollax.agents.dqn import DQNConfig, make_dqn
 from rollax.agents.ppo import PRESETS as PPO_PRESETS
 from rollax.agents.ppo import PPOConfig, make_ppo
+from rollax.agents.pqn import PRESETS as PQN_PRESETS
+from rollax.agents.pqn import PQNConfig, make_pqn
 from rollax.agents.sac import PRESETS as SAC_PRESETS
 from rollax.agents.sac import SACConfig, make_sac
+from rollax.agents.td3 import TD3Config, make_td3
 
 
 def digest(tree) -> str:
@@ -166,6 +169,25 @@ CASES = {
         ),
         512,
         1,
+    ),
+    "pqn_1seed": lambda: (make_pqn(PQNConfig(), "CartPole-v1"), 2048, 1),
+    "pqn_3seeds_preset": lambda: (
+        make_pqn(PQN_PRESETS["CartPole-v1"].replace(num_seeds=3), "CartPole-v1"),
+        2048,
+        3,
+    ),
+    "pqn_recurrent_gru": lambda: (
+        make_pqn(PQNConfig(recurrent="gru"), "StatelessCartPole-v1"),
+        2048,
+        1,
+    ),
+    "td3_1seed": lambda: (make_td3(TD3Config(learning_starts=256), "Pendulum-v1"), 512, 1),
+    "td3_3seeds_on_done": lambda: (
+        make_td3(
+            TD3Config(learning_starts=256, num_seeds=3), "Pendulum-v1", reset_strategy="on_done"
+        ),
+        512,
+        3,
     ),
 }
 
