@@ -146,6 +146,34 @@ def test_every_episode_starts_fresh_under_every_strategy(strategy):
     assert len(np.unique(qpos, axis=0)) == len(qpos) == 8 * 7
 
 
+def test_per_environment_time_limits_work_under_every_strategy():
+    # A time limit is read by no reset, so each environment may have its own under every
+    # strategy, pool (the CPU default from 16 environments) included. The fault: the pool's
+    # check of which params a reset reads paired the params' leaves with the axes' and
+    # counted Playground's `model=None` as a leaf, which raised before anything ran.
+    limits = np.tile(np.array([2, 3], np.int32), 8)
+    for strategy in RESET_STRATEGIES:
+        env = rollax.make(f"playground/{TASK}", num_envs=16, reset_strategy=strategy)
+        params = env.default_params.replace(max_episode_steps=limits)
+        state, _ = jax.eval_shape(env.reset, jax.random.key(0), params)
+        jax.eval_shape(env.step, state, jnp.zeros((16, 1)), params)
+    env = rollax.make(f"playground/{TASK}", num_envs=16)
+    assert env.reset_strategy == "pool"
+    params = env.default_params.replace(max_episode_steps=limits)
+
+    @jax.jit
+    def truncations(key):
+        def step(state, _):
+            state, ts = env.step(state, jnp.zeros((16, 1)), params)
+            return state, ts.truncated
+
+        return jax.lax.scan(step, env.reset(key, params)[0], None, 6)[1]
+
+    # Environment i's episodes end at every limits[i]-th step, as truncations.
+    expected = np.arange(1, 7)[:, None] % limits == 0
+    np.testing.assert_array_equal(truncations(jax.random.key(0)), expected)
+
+
 def test_a_time_limit_is_truncation_with_the_true_final_observation(env):
     # Playground's episode limit ends the episode as truncated, not terminated, with the true
     # last observation: what the same step observes under a longer limit (params are data:

@@ -122,20 +122,22 @@ class Starts:
         if not self.per_env_params:
             return []
         default = self.env.default_params
-        leaves, treedef = jax.tree.flatten(default)
+        with_paths, treedef = jax.tree_util.tree_flatten_with_path(default)
 
         def reset_and_observe(*leaves: Any) -> Any:
             params = jax.tree.unflatten(treedef, leaves)
             core = self.env.reset_env(jax.random.key(0), params)
             return core, self.env.observe(core, params)
 
-        jaxpr = jax.make_jaxpr(reset_and_observe)(*leaves).jaxpr
+        jaxpr = jax.make_jaxpr(reset_and_observe)(*(leaf for _, leaf in with_paths)).jaxpr
         read = {v for eqn in jaxpr.eqns for v in eqn.invars if not hasattr(v, "val")}
         read |= {v for v in jaxpr.outvars if not hasattr(v, "val")}
-        paths = jax.tree_util.tree_leaves_with_path(self.axes, is_leaf=lambda x: x is None)
+        # The axes as the params' leaves, one each: a subtree the params hold as None (a
+        # task without model values) is no leaf there, though the axes tree names it.
+        axes = treedef.flatten_up_to(self.axes)
         return [
             jax.tree_util.keystr(path)
-            for (path, axis), var in zip(paths, jaxpr.invars, strict=True)
+            for (path, _), axis, var in zip(with_paths, axes, jaxpr.invars, strict=True)
             if axis == 0 and var in read
         ]
 
