@@ -18,8 +18,8 @@ from rollax.envs import Environment, VecEnv, default_reset_strategy, make
 PER_CALL_POOL_FROM = 1024
 """Default reset strategy of these adapters on the CPU: ``pool`` from this many environments,
 ``on_done`` below. Here every step is its own call, and a call pays for each operation of the
-program; measured through the Gymnasium adapter on CartPole (2 CPU cores, steps/s): 256 envs
-on_done 2.1M vs pool 1.1M, 1,024 envs 3.7M vs 4.0M, 4,096 envs 7.9M vs 13.0M."""
+program, so ``pool`` pays off only at larger batches than in a compiled loop (the Adapters
+page, Gymnasium, has the figures)."""
 
 
 def as_numpy(obs: Any) -> Any:

@@ -59,8 +59,8 @@ RESET_CHUNK_CPU = 16
 """Worlds generated per chunk of a batched reset on the CPU.
 
 Craftax's world generation (its Perlin noise) scales worse than linearly when XLA:CPU
-runs it for many environments at once: measured on 2 cores, 64 worlds in 86 ms (1.3 ms
-each), 256 in 0.91 s, 1,024 in 45 s; 1,024 in chunks of 16 take 0.78 s.
+runs it for many environments at once, and small chunks avoid that (the Benchmarks page,
+"Fresh worlds", has the figures).
 """
 
 

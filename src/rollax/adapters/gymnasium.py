@@ -78,17 +78,14 @@ class RollaxVectorEnv(VectorEnv):
         render_mode: ``None`` or ``"rgb_array"`` (``render()`` returns a tuple of frames).
         reset_strategy: How resets are computed (see ``rollax.make``); every one is fresh.
             Default on the CPU: ``on_done`` below 1,024 environments, ``pool`` from there
-            (every step is its own call here, which pays for each operation of the program:
-            through this adapter on CartPole, ``on_done`` steps 1.9x as fast as ``pool`` at
-            256 environments and ``pool`` wins from 1,024); on an accelerator, that
-            accelerator's default
+            (every step is its own call here, which pays for each operation of the program);
+            on an accelerator, that accelerator's default
             (:func:`rollax.envs.default_reset_strategy`).
         device: Where the environments compute: ``"cpu"`` (the default), another platform
             name (``"gpu"``), a ``jax.Device``, or ``None`` for JAX's default device. Every
             step hands numpy arrays in and out, which is zero-copy on the CPU; on an
-            accelerator each step makes a round trip to the host (CartPole, one H100, 4,096
-            environments: 1.5M steps/s there against Gymnasium's numpy CartPole's 15M on the
-            host), so a numpy agent is best served on the CPU.
+            accelerator each step makes a round trip to the host (the Adapters page has a GPU's
+            figures), so a numpy agent is best served on the CPU.
         **make_options: Environment options, as for ``rollax.make``.
     """
 

@@ -204,13 +204,10 @@ class PlaygroundEnv(SuiteEnv):
     """
 
     prefix = "playground/"
-    # A fresh start runs the task's reset, a physics forward pass: on 2 CPU cores a batched
-    # reset of 1,024 CartpoleBalances costs 1.1 to 2.0 steps of the batch, and compiled for
-    # the CPU it holds some 240 fused operations (WalkerWalk's 550), each about a kernel
-    # launch on a GPU. So on an accelerator computing one for every environment on every
-    # step (``every_step``, what Playground's ``full_reset=True`` does) costs far more than
-    # what ``pool`` adds to a step, about 30 us on an H100 (measured on CartPole; see
-    # docs/environments.md, "Reset strategies").
+    # A fresh start runs the task's reset, a physics forward pass of hundreds of fused
+    # operations. So on an accelerator computing one for every environment on every step
+    # (``every_step``, what Playground's ``full_reset=True`` does) costs far more than what
+    # ``pool`` adds to a step (docs/environments.md, "Reset strategies", has the figures).
     costly_reset = True
 
     def __init__(

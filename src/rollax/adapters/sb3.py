@@ -70,7 +70,7 @@ class RollaxVecEnv(SB3VecEnv):
             ``(H, W, 3)`` frame per environment; ``get_images()`` returns them).
         reset_strategy: How the fresh resets are computed (see ``rollax.make``). Default on
             the CPU: ``on_done`` below 1,024 environments, ``pool`` from there (as the
-            Gymnasium adapter, measured there); on an accelerator, its default.
+            Gymnasium adapter); on an accelerator, its default.
         device: Where the environments compute: ``"cpu"`` (the default: numpy crosses to
             JAX and back without a copy there), another platform name, a ``jax.Device``, or
             ``None`` for JAX's default device.

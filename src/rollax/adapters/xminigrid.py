@@ -150,9 +150,9 @@ class XMiniGridEnv(SuiteEnv):
                 for c in range(shape[1]):
                     tile = tuple(int(v) for v in registry[t, c])
                     tiles[t, c] = render_tile(tile, None, False, TILE_PIXELS)
-            # The agent is drawn only on the tiles it can stand on (XLand-MiniGrid draws in
-            # Python, pixel by pixel: about 20 ms a picture; every tile in every direction
-            # took 15 s); the others keep the tile's own picture.
+            # The agent is drawn only on the tiles it can stand on, as XLand-MiniGrid draws
+            # in Python, pixel by pixel (docs/environments.md, XLand-MiniGrid); the others
+            # keep the tile's own picture.
             from xminigrid.core.constants import WALKABLE
 
             agents = np.broadcast_to(tiles, (4, *shape)).copy()
