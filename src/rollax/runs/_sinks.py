@@ -47,10 +47,10 @@ def _summary_writer_class() -> type:
 
     tensorboardX imports PyTorch, where it is installed, only to name ``torch.Tensor`` in its
     type hints (it converts a tensor it is given by importing PyTorch then). rollax logs
-    floats, and importing PyTorch costs every ``rollax`` command 1.6 s of its start-up, so
-    while tensorboardX is first imported, ``import torch`` fails as if PyTorch were absent;
-    PyTorch imports as usual afterwards. A process that has imported PyTorch already, or
-    tensorboardX, imports tensorboardX as it is.
+    floats, and importing PyTorch slows every ``rollax`` command's start-up (the Getting
+    started page says by how much), so while tensorboardX is first imported, ``import torch``
+    fails as if PyTorch were absent; PyTorch imports as usual afterwards. A process that has
+    imported PyTorch already, or tensorboardX, imports tensorboardX as it is.
     """
     if "torch" in sys.modules or "tensorboardX" in sys.modules:
         from tensorboardX import SummaryWriter
