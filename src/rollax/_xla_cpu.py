@@ -50,8 +50,8 @@ def scheduler_deadlocks() -> bool:
 
     jaxlib 0.10's XLA:CPU could deadlock while it executed some programs with its
     concurrency-optimized scheduler: every thread waited and nothing ran. Recurrent PPO over
-    two seeds on CartPole (an LSTM) hung in 2 of 6 runs on jaxlib 0.10.2 with the scheduler
-    on; the same program ran to the end in all of 4 runs on jaxlib 0.11.2 and 8 on 0.12.0.1.
+    two seeds on CartPole (an LSTM) hung on jaxlib 0.10.2 with the scheduler on, and not on
+    0.11 or 0.12 (the Getting started page counts the runs).
     """
     return _jaxlib_version() < _FIRST_JAXLIB_WITHOUT_DEADLOCK
 

@@ -162,12 +162,12 @@ def _key_impl_and_data(keys: jax.ShapeDtypeStruct) -> tuple[Any, jax.ShapeDtypeS
 class Layout:
     """Where each leaf of a tuple of pytrees lies once packed into one flat array per dtype.
 
-    A compiled call pays for every array that goes in or comes out (about 2 microseconds
-    each on the CPU, more than a small environment's whole step), and more for a typed key
-    array, so an adapter that calls once per step hands its state, params and results
-    across as a few packed arrays, keys as their raw ``uint32`` data. :meth:`pack` and
-    :meth:`unpack` run inside ``jit``; :meth:`unpack` also reads numpy views of the packed
-    arrays on the host (zero-copy slices) for parts without keys.
+    A compiled call pays for every array that goes in or comes out (on the CPU, more than a
+    small environment's whole step; the Adapters page, Stable-Baselines3, has the figure),
+    and more for a typed key array, so an adapter that calls once per step hands its state,
+    params and results across as a few packed arrays, keys as their raw ``uint32`` data.
+    :meth:`pack` and :meth:`unpack` run inside ``jit``; :meth:`unpack` also reads numpy views
+    of the packed arrays on the host (zero-copy slices) for parts without keys.
 
     Args:
         parts: A tuple of pytrees of arrays (or ``jax.ShapeDtypeStruct``).

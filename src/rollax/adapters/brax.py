@@ -43,12 +43,11 @@ class BraxEnv(SuiteEnv):
     """
 
     prefix = "brax/"
-    # A reset is a physics forward pass (Brax's pipeline_init): on 2 CPU cores a batched
-    # reset of 1,024 inverted_pendulums costs 0.12 steps of the batch (Ant's 0.06), yet
-    # compiled for the CPU it holds 154 fused operations (Ant's 317), each about a kernel
-    # launch on a GPU: far more than the 30 us or so that pool adds to a step on an H100. So
-    # on an accelerator resets are drawn in pool refills rather than every step (as for
-    # MuJoCo Playground's tasks; docs/environments.md, "Reset strategies").
+    # A reset is a physics forward pass (Brax's pipeline_init): cheap on a CPU, but hundreds
+    # of fused operations, each about a kernel launch on a GPU, far more than what pool adds
+    # to a step. So on an accelerator resets are drawn in pool refills rather than every
+    # step (as for MuJoCo Playground's tasks; docs/environments.md, "Reset strategies", has
+    # the figures).
     costly_reset = True
 
     def __init__(self, env_id: str, **kwargs: Any) -> None:

@@ -69,11 +69,8 @@ COSTLY_RESETS: frozenset[str] = frozenset(
     {"Maze-v0", "Minesweeper-v0", "RubiksCube-partly-scrambled-v0", "RubiksCube-v0",
      "SlidingTilePuzzle-v0"}
 )  # fmt: skip
-"""The environments whose reset costs ten steps or more (``Environment.costly_reset``).
-
-Measured on 2 CPU cores, 256 environments under ``vmap``, reset / step: Maze 44x,
-RubiksCube 41x, SlidingTilePuzzle 17x, Minesweeper 16x; the others 0.4x to 2.7x.
-"""
+"""The environments whose reset costs ten steps or more (``Environment.costly_reset``; the
+Environments page, Jumanji, has the figures)."""
 
 NO_LIMIT_STEPS = 10_000
 """rollax's time limit for a Jumanji environment that has none of its own."""

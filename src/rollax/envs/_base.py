@@ -123,9 +123,9 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
 
     costly_reset: bool = False
     """Whether a reset costs far more than a branch on an accelerator (a device-to-host round
-    trip, about 30 us a step on an H100): ten steps or more of a small environment (a
-    procedurally generated maze), or a physics simulator's forward pass (MuJoCo Playground's
-    tasks, whatever their step costs).
+    trip; the Environments page, "Reset strategies", has the figures): ten steps or more of a
+    small environment (a procedurally generated maze), or a physics simulator's forward pass
+    (MuJoCo Playground's tasks, whatever their step costs).
 
     Only the default reset strategy on accelerators reads it: there, a costly reset is
     worth batching (``pool``); a cheap one is computed for every environment each step
