@@ -83,11 +83,10 @@ _MINATAR = PPOConfig(
 )
 """gymnax's MinAtar games: the gymnax authors' rollout, epochs and discount (64 x 128, 4
 epochs, 8 minibatches, gamma 0.999) on the flattened board, with a learning rate of 3e-3
-annealed to zero instead of their constant 5e-4 (which leaves Breakout near a return of 7
-after 1M steps) and relu 128x128 for actor and critic each instead of 256x256: 40% of the
-multiply-adds per sample (Breakout, 2 CPU cores: a rollout and its update in 212 ms
-instead of 440 ms) for returns as high (Breakout after 1M steps, seeds 0-2: 30.6, 25.8,
-23.3). Freeway's preset widens both to 192x192."""
+annealed to zero instead of their constant 5e-4 (which leaves Breakout on a plateau) and
+relu 128x128 for actor and critic each instead of 256x256: 40% of the multiply-adds per
+sample, for returns as high (the Agents page, PPO, has the figures). Freeway's preset widens
+both to 192x192."""
 
 _MEMORY = PPOConfig(
     num_envs=64,
@@ -119,9 +118,8 @@ _CRAFTAX = PPOConfig(
 """Craftax-Classic (symbolic): the Craftax authors' PPO (GAE lambda 0.8, clipped value loss,
 max grad norm 1.0, 4 epochs of 8 minibatches) at a CPU's budget. Their 1,024 environments x
 64 steps make 16 updates in 1M steps; 256 x 32 make 128, at lr 1e-3 annealed (theirs 2e-4),
-on tanh 256x256 instead of 3 x 512 (2.6x the steps per second on 2 CPU cores). Seed 0 after
-1M steps: a return of 6.0 (relu with lr 5e-4: 5.7; 128 x 64: 6.0; lr 2e-3 with lambda 0.9:
-5.4)."""
+on tanh 256x256 instead of 3 x 512, which steps faster on a CPU (the Environments page,
+"Training on the worlds", has what it and the variants tried reach)."""
 
 _GRID = PPOConfig(
     num_envs=64,
@@ -133,9 +131,8 @@ _GRID = PPOConfig(
     hidden_sizes=(256, 256),
     activation="relu",
 )
-"""Grid worlds of Jumanji and XLand-MiniGrid on their flattened grids. XLand-MiniGrid's
-DoorKey-5x5 after 1M steps: 0.97, 0.96 and 0.96 on seeds 0-2 (a random policy 0.05 to
-0.08)."""
+"""Grid worlds of Jumanji and XLand-MiniGrid on their flattened grids (the Environments page,
+"Training on the worlds", has what they reach)."""
 
 _PLAYGROUND = PPOConfig(
     num_envs=128,
@@ -168,12 +165,11 @@ Environments page); ``benchmarks/gpu.py --only playground`` trains it on a GPU."
 
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
-    # The default entropy bonus: 30 seeds in one program all end between -92 and -75 after
-    # 262k steps. Without it the median was higher (-79.6 against -82.9 over 5 seeds) but
-    # one seed in 10 settled on a policy that never swings up (-500).
+    # The default entropy bonus: without it a seed can settle on a policy that never swings
+    # up (the Agents page, PPO, has the runs).
     "Acrobot-v1": PPOConfig(total_steps=262_144),
     # Minibatches of 512 and 5 epochs: half the gradient work of 64-sample minibatches over
-    # 10 epochs, for the same returns (-158 median over 5 seeds, all within -171).
+    # 10 epochs, for the same returns (the Agents page, PPO).
     "Pendulum-v1": PPOConfig(
         num_envs=32,
         num_steps=128,
@@ -188,9 +184,8 @@ PRESETS: dict[str, PPOConfig] = {
         normalize_obs=True,
     ),
     # 8 environments and 5 epochs: a quarter of the gradient work of 16 x 128 over 10
-    # epochs. gamma 0.999: 30 seeds in one program all find the goal (93.4 to 95.0 after
-    # 196,608 steps); at 0.99 4 seeds of 10 never did and stayed at about 0, as did 3 to 4
-    # of 10 with an entropy bonus (0.01, 0.05), lr 1.2e-3 or twice the budget.
+    # epochs. gamma 0.999: at 0.99 some seeds never find the goal, whatever else changes
+    # (the Agents page, PPO, has the runs).
     "MountainCarContinuous-v0": PPOConfig(
         num_envs=8,
         num_steps=128,
@@ -227,8 +222,8 @@ PRESETS: dict[str, PPOConfig] = {
         learning_rate=1e-3,
         normalize_obs=True,
         # No entropy bonus: the policy's spread shrinks once balanced, and episodes run with
-        # sampled actions stay up. With the default 0.01 one seed of 10 ended at 989 (an
-        # episode in 64 fell) in benchmarks/returns.py; without it 10 of 10 end at 1,000.
+        # sampled actions stay up (with the default 0.01 an episode can fall; the Benchmarks
+        # page, "Learning quality").
         ent_coef=0.0,
     ),
     **{f"gymnax/{game}-MinAtar": _MINATAR for game in ("Breakout", "Asterix", "SpaceInvaders")},
@@ -236,10 +231,9 @@ PRESETS: dict[str, PPOConfig] = {
     # 256x256 there; 192x192 ends above it in less time than 256x256 (the Agents page, PPO).
     "gymnax/Freeway-MinAtar": _MINATAR.replace(hidden_sizes=(192, 192)),
     "craftax/Craftax-Classic-Symbolic-v1": _CRAFTAX,
-    # Jumanji's discount (0.997, its A2C's) and lr 2.5e-3: 3 seeds in one program eat 2.2,
-    # 2.8 and 2.4 fruits an episode after 1M steps (a random policy 0.08 to 0.14). Maze, for
-    # comparison, reaches its goal in 45% and 64% of episodes on two seeds but stays near
-    # random on a third (0.17) with these settings and entropy bonuses of 0.01 or 0.03.
+    # Jumanji's discount (0.997, its A2C's) and lr 2.5e-3, on which every seed learns;
+    # Jumanji's Maze has no preset, as a seed in three stayed near random with them (the
+    # Environments page, "Training on the worlds").
     "jumanji/Snake-v1": _GRID.replace(learning_rate=2.5e-3, gamma=0.997),
     "xminigrid/MiniGrid-DoorKey-5x5": _GRID,
     "playground/CartpoleBalance": _PLAYGROUND,
