@@ -87,8 +87,12 @@ def test_run_compiles_once_across_calls_sizes_and_env_params():
     assert compiled == ["jit(run_iterations)"]
 
 
+PROGRAMS = ("jit(init_global)", "jit(run_iterations)", "jit(run_episodes)")
+"""The programs of a run: init, training, and evaluation."""
+
+
 def test_warmup_compiles_everything_beforehand():
-    compiled, listening = _count_compiles(("jit(init)", "jit(run_iterations)", "jit(run_episodes)"))
+    compiled, listening = _count_compiles(PROGRAMS)
     agent = make_ppo(SMALL, "CartPole-v1")
     agent.warmup([(4, True), (4, False)])
     listening[0] = True
@@ -99,6 +103,32 @@ def test_warmup_compiles_everything_beforehand():
     listening[0] = False
     assert returns.shape == (1, 4)
     assert compiled == []  # the training programs all came from warmup
+
+
+def test_a_run_compiles_each_of_its_programs_once(tmp_path):
+    # The fault: warmup compiled init for the default params, then train called it with the
+    # run's own and compiled it again. Evaluation is two programs (greedy and sampled). A
+    # resume restores its state from a checkpoint: it never compiles init.
+    from rollax.runs import RunConfig, resume, train
+
+    compiled, listening = _count_compiles(PROGRAMS)
+    run_config = RunConfig(
+        env="CartPole-v1",
+        env_params=("gravity=12.0",),
+        run_dir=str(tmp_path / "run"),
+        checkpoint_every=64,
+        log_every=64,
+        eval_episodes=2,
+        compilation_cache=False,
+        progress=False,
+    )
+    listening[0] = True
+    train(SMALL.replace(total_steps=128, hidden_sizes=(8,)), run_config)
+    assert sorted(compiled) == sorted([*PROGRAMS, "jit(run_episodes)"]), compiled
+    compiled.clear()
+    resume(run_config.run_dir, total_steps=192)
+    listening[0] = False
+    assert sorted(compiled) == sorted([*PROGRAMS[1:], "jit(run_episodes)"]), compiled
 
 
 def test_training_in_pieces_equals_training_at_once():

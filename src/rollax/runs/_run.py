@@ -300,7 +300,7 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
     agent = algorithm.make(config, run_config.env, **run_config.make_options)
     env_params = env_params_for(agent, run_config)  # checked before anything compiles
     check_population(agent, run_config)
-    agent.warmup(evaluations(run_config))  # init, run and evaluate compile side by side
+    agent.warmup(evaluations(run_config), env_params)  # init, run, evaluate side by side
     run = Run(
         directory=directory,
         algorithm=algorithm,
@@ -391,9 +391,10 @@ def load_run(
     agent = algorithm.make(config, run_config.env, **run_config.make_options)
     checkpoints = Checkpointer(run_dir.checkpoints, run_config.keep_checkpoints)
     new_budget = total_steps is not None
-    if for_training:
-        agent.warmup(evaluations(run_config))
-    if for_training and checkpoints.latest_step() is None:
+    fresh = for_training and checkpoints.latest_step() is None
+    if for_training:  # init is compiled only for a run that starts afresh
+        agent.warmup(evaluations(run_config), env_params_for(agent, run_config), init=fresh)
+    if fresh:
         # Stopped before its first checkpoint: nothing was trained, so start it afresh.
         state = agent.init(run_keys(run_config.seed).init, env_params_for(agent, run_config))
     else:

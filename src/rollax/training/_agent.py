@@ -127,8 +127,9 @@ class Agent:
         steps_per_iteration: Environment steps per seed of one iteration: the unit of
             ``run``'s budget.
         with_budget: ``(state, total_steps) -> state`` for a new budget on resume.
-        warmup: ``(evaluations=()) -> None``: compile ``init``, ``run`` and ``evaluate``
-            for each ``(num_episodes, deterministic)`` side by side before first use.
+        warmup: ``(evaluations=(), env_params=None, init=True) -> None``: compile ``init``
+            (for those params; unless ``init`` is False), ``run`` and ``evaluate`` for each
+            ``(num_episodes, deterministic)`` side by side before first use.
         layout: Where its seeds and shards sit (:class:`~rollax.training.Layout`).
         state_layout: Its state's layout: a prefix tree of the state with one tag per
             subtree (``"seed"``, ``"shard"``, ``"shared"``, ``"env_params"``).
@@ -344,9 +345,7 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
         view, tags = layout.env_params_view(state.env_params, default_params, num_envs)
         return state.replace(env_params=view), _replace_tag(state_layout, tags)
 
-    def init_global(key: PRNGKey, env_params: Any = None) -> Any:
-        env_params = default_params if env_params is None else env_params
-        env_params = jax.tree.map(jnp.asarray, env_params)
+    def init_global(key: PRNGKey, env_params: Any) -> Any:
         k_env, k_seeds = jax.random.split(key)
         # Threefry splits are partitionable: seed s's key does not depend on how many seeds
         # there are, so a member starts as its seed would in a run without a sweep.
@@ -443,7 +442,20 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
     )
     fast_init = FastCompile(init_global, cpu_level=0)
 
-    def warmup(evaluations: Sequence[tuple[int, bool]] = ()) -> None:
+    def params_for_init(env_params: Any) -> Any:
+        """``env_params`` (the defaults for ``None``) as arrays, as ``init`` takes them.
+
+        The defaults and the same values given explicitly then make one program.
+        """
+        return jax.tree.map(jnp.asarray, default_params if env_params is None else env_params)
+
+    def init_members(key: PRNGKey, env_params: Any = None) -> Any:
+        """Every member's training state from the run's ``key`` (see :class:`Agent`)."""
+        return fast_init(key, params_for_init(env_params))
+
+    def warmup(
+        evaluations: Sequence[tuple[int, bool]] = (), env_params: Any = None, init: bool = True
+    ) -> None:
         """Compile ``init``, ``run`` and the given evaluations before they are first called.
 
         The programs are lowered for the state ``init`` will build (from ``jax.eval_shape``,
@@ -455,10 +467,14 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
 
         Args:
             evaluations: ``(num_episodes, deterministic)`` pairs to compile ``evaluate`` for.
+            env_params: The environment params ``init`` will be called with (``None``: the
+                defaults); ``init`` compiles for their shapes, so others compile it again.
+            init: Compile ``init`` too (a run restored from a checkpoint never calls it).
         """
         programs = [evaluate_program(e, d) for e, d in evaluations]
         key = jax.eval_shape(lambda: jax.random.key(0))
-        state = jax.eval_shape(init_global, key)
+        params = jax.eval_shape(params_for_init, env_params)
+        state = jax.eval_shape(init_global, key, params)
         if layout.mesh is not None:  # as placed on the devices, or the first call compiles
             state = jax.tree.map(
                 lambda leaf, sharding: jax.ShapeDtypeStruct(
@@ -468,10 +484,9 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
                 layout.shardings(state_layout, state),
             )
         iterations = jax.ShapeDtypeStruct((), jnp.int32)
-        jobs = [
-            lambda: fast_init.lower(key).compile(),
-            lambda: run_program.lower(state, iterations).compile(),
-        ]
+        jobs = [lambda: run_program.lower(state, iterations).compile()]
+        if init:
+            jobs.append(lambda: fast_init.lower(key, params).compile())
         jobs += [functools.partial(lambda p: p.lower(state, key).compile(), p) for p in programs]
         with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
             for future in [pool.submit(job) for job in jobs]:
@@ -495,7 +510,7 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
         name=name,
         config=config,
         env=env,
-        init=fast_init,
+        init=init_members,
         run=run,
         evaluate=evaluate,
         policy=seed_policy,
