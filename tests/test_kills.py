@@ -131,7 +131,8 @@ def test_a_run_killed_after_any_of_its_writes_resumes_to_the_run_never_killed(
         commands.append(["resume", str(run_dir)])
         if (run_dir / "config.json").is_file():
             expected_status.append(0)
-        else:  # killed before the run existed: a message, and the run starts again
+        else:  # killed before the run existed: no directory, a message, and a new start
+            assert not run_dir.exists(), sorted(p.name for p in run_dir.iterdir())
             expected_status.append(2)
             commands.append(["train", "ppo", *RUN, "--run-dir", str(run_dir)])
             expected_status.append(0)
@@ -170,6 +171,32 @@ def test_a_resume_to_a_new_budget_killed_before_its_checkpoint_keeps_that_budget
 
 
 # ---------------------------------------------------------------- the pieces, without a run
+
+
+def test_a_run_directory_appears_with_its_config_or_not_at_all(tmp_path, cli_env):
+    # The fault: the directory was made, then config.json written into it; a kill in
+    # between (1 of 12 kills of a starting run) left a directory that resume refused.
+    script = (
+        "import sys; from pathlib import Path; from rollax.runs._run_dir import RunDirectory; "
+        "RunDirectory(Path(sys.argv[1])).write_config({'algo': 'ppo'})"
+    )
+    stale = tmp_path / ".run.tmp-999999999"  # left by a process killed mid-creation
+    stale.mkdir()
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(run_dir)],
+        env={**cli_env, KILL_AFTER_WRITES: "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert writes(proc.stderr, run_dir) == ["config.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert json.loads((run_dir / "config.json").read_text()) == {"algo": "ppo"}
+    with pytest.raises(FileExistsError):  # a second start never replaces a run
+        from rollax._files import create_directory
+
+        create_directory(run_dir, {"config.json": b"{}"})
 
 
 def test_the_header_is_on_disk_before_any_row(tmp_path):

@@ -8,6 +8,9 @@ Every file of a run directory is written in one of two ways:
   the same directory, is synced to disk, and is renamed over the old file: a reader (or a
   run resumed after a kill or a power loss) sees the old file, the new one, or none, never
   part of one. A kill can leave the temporary file (``.NAME.tmp-PID.EXT``) behind.
+- a new directory with its first files (a run directory with its ``config.json``):
+  :func:`create_directory` writes them into a temporary directory beside it and renames
+  that into place, so the directory appears with its files or not at all.
 - appended (rows of ``metrics.csv``, TensorBoard events) or written by Orbax (checkpoints,
   finalized by a rename): each completed write is reported to :func:`wrote`.
 
@@ -22,11 +25,19 @@ SIGTERM after their third row.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
 
-__all__ = ["KILL_AFTER_WRITES", "publish", "temporary_path", "write_atomic", "wrote"]
+__all__ = [
+    "KILL_AFTER_WRITES",
+    "create_directory",
+    "publish",
+    "temporary_path",
+    "write_atomic",
+    "wrote",
+]
 
 KILL_AFTER_WRITES = "ROLLAX_TEST_KILL_AFTER_WRITES"
 """Test-only environment variable: SIGKILL this process right after its N-th write (``N``),
@@ -80,6 +91,54 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
     _sync_directory(path.parent)
     wrote(path)
+
+
+def create_directory(path: Path, files: dict[str, bytes]) -> None:
+    """Create the directory ``path`` holding ``files`` (name to contents) in one step.
+
+    The files are written and synced in ``.NAME.tmp-PID`` beside ``path``, which is then
+    renamed to ``path``: a kill leaves ``path`` absent or whole. What a killed call left
+    beside it (its process no longer running) is removed first. The parent directories are
+    created as needed.
+
+    Raises:
+        FileExistsError: ``path`` exists already.
+    """
+    if path.exists():
+        raise FileExistsError(f"{path} exists already.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        if not _running(stale.name.rpartition("-")[2]):
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = temporary_path(path)
+    staging.mkdir()
+    try:
+        for name, data in files.items():
+            with open(staging / name, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        _sync_directory(staging)
+        os.rename(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _sync_directory(path.parent)
+    for name in files:
+        wrote(path / name)
+
+
+def _running(pid: str) -> bool:
+    """Whether the process ``pid`` (a string of digits) is running; ``False`` for a non-pid."""
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _sync_directory(directory: Path) -> None:

@@ -12,12 +12,13 @@ A run directory holds everything about one run::
       trackers.json    with --wandb: the W&B run id and the last step it was sent
       wandb/           with --wandb: W&B's own files
 
-A kill at any instant leaves every file whole or absent (see :mod:`rollax._files`): JSON and
-PNG files and the header of ``metrics.csv`` are written to a temporary file, synced and
-renamed; ``metrics.csv`` rows are only appended, each flushed, so a kill can cut short the
-last one, which every reader leaves out and resume drops (with the rows past the checkpoint
-it continues from). Resume also removes the temporary files a kill left. With several JAX
-processes only process 0 writes.
+A kill at any instant leaves every file whole or absent (see :mod:`rollax._files`): the
+directory appears with its ``config.json`` in one rename, so a run directory always holds a
+run that ``resume`` continues; JSON and PNG files and the header of ``metrics.csv`` are
+written to a temporary file, synced and renamed; ``metrics.csv`` rows are only appended,
+each flushed, so a kill can cut short the last one, which every reader leaves out and resume
+drops (with the rows past the checkpoint it continues from). Resume also removes the
+temporary files a kill left. With several JAX processes only process 0 writes.
 """
 
 from __future__ import annotations
@@ -138,11 +139,19 @@ class RunDirectory:
         return self.config.is_file()
 
     def write_config(self, config: dict[str, Any]) -> None:
-        """Write ``config.json`` atomically (creating the directory)."""
-        if is_writer() and not self.path.is_dir():
-            self.path.mkdir(parents=True)
-            _files.wrote(self.path)
-        write_atomic(self.config, json.dumps(config, indent=2).encode())
+        """Write ``config.json`` atomically.
+
+        A new run directory appears with its ``config.json`` in one step
+        (:func:`rollax._files.create_directory`): a kill leaves no directory, or one that
+        ``resume`` continues.
+        """
+        data = json.dumps(config, indent=2).encode()
+        if not is_writer():
+            return
+        if self.path.is_dir():
+            _files.write_atomic(self.config, data)
+        else:
+            _files.create_directory(self.path, {self.config.name: data})
 
     def read_config(self) -> dict[str, Any]:
         """``config.json`` as a dict.
