@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax._compile import FastCompile
 from rollax.envs._base import Environment, EnvParams
 from rollax.spaces import Box, Dict, Discrete
 
@@ -262,8 +263,6 @@ def _check_shapes(env: Environment, params: EnvParams, report: _Report) -> Any:
 
 def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` jitted with XLA's lightest CPU optimization: the checks run each program once."""
-    from rollax.training._compile import FastCompile
-
     return FastCompile(fn, cpu_level=0)
 
 

@@ -41,9 +41,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax._compile import FastCompile
 from rollax._struct import pytree_dataclass
 from rollax.envs import VecEnv
-from rollax.training._compile import FastCompile
 from rollax.training._evaluate import make_evaluator
 from rollax.training._layout import (
     SEED,

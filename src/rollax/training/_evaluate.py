@@ -75,7 +75,7 @@ def make_evaluator(
         ``program(num_episodes, deterministic)`` the compiled function ``(state, key) ->
         returns`` (built on first use, for warming up).
     """
-    from rollax.training._compile import FastCompile
+    from rollax._compile import FastCompile
 
     programs: dict[tuple[int, bool], Any] = {}
     default = env.default_params
