@@ -6,7 +6,8 @@ packages (see :func:`make`).
 """
 
 from rollax.envs._base import Environment, EnvParams
-from rollax.envs._check import EnvCheckError, Finding, check_env, check_spaces
+from rollax.envs._check import check_env, check_spaces
+from rollax.envs._findings import EnvCheckError, Finding
 from rollax.envs._registry import (
     ENTRY_POINT_GROUP,
     EnvSpec,

@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rollax.envs._base import Environment
+from rollax.envs._findings import EnvCheckError, spaces_findings
 from rollax.envs._vec_env import AutoresetMode, VecEnv
 from rollax.envs.wrappers import ActionRepeat, FrameStack
 
@@ -135,8 +136,6 @@ _CHECKED: set[tuple[Any, str]] = set()
 
 def _check(env_id: str, env: Environment, factory: Any = None, kwargs: Any = None) -> None:
     """The cheap check of an environment's spaces, once per entry point and options."""
-    from rollax.envs._check import EnvCheckError, check_spaces
-
     try:
         seen = (factory, repr(sorted(kwargs.items()))) if factory is not None else None
         hash(seen)
@@ -149,7 +148,7 @@ def _check(env_id: str, env: Environment, factory: Any = None, kwargs: Any = Non
             f"Environment {env_id!r}: its entry point returned a {type(env).__name__}; expected "
             "a rollax.Environment."
         )
-    findings = check_spaces(env, env_id)
+    findings = spaces_findings(env, env_id or env.name)
     if findings:
         raise EnvCheckError(findings)
     if seen is not None:
@@ -227,8 +226,6 @@ def _import(module: str, env_id: str) -> Any:
             f"Environment {env_id!r}: {module!r} is not a module name; use a registered id, "
             "'package.module:EnvClass' or 'package.module/Env-v0'."
         )
-    from rollax.envs._check import EnvCheckError
-
     try:
         return importlib.import_module(module)
     except EnvCheckError:  # its register() found the environment unfit: that says it all
