@@ -178,18 +178,6 @@ def test_vmap_seeds_matches_vmap_with_and_without_a_batch_of_one(num_seeds):
     )
 
 
-def test_the_run_names_that_moved_to_rollax_runs_still_import_from_training_with_a_warning():
-    import rollax.runs
-    import rollax.training
-
-    with pytest.warns(DeprecationWarning, match=r"rollax\.runs\.train"):
-        from rollax.training import train
-    assert train is rollax.runs.train
-    with pytest.raises(AttributeError, match="no_such_name"):
-        rollax.training.no_such_name  # noqa: B018
-    assert not set(rollax.runs.__all__) & set(rollax.training.__all__)
-
-
 @pytest.mark.parametrize("package", ["pqn", "td3"])
 def test_an_agent_written_on_a_driver_stays_a_page_of_code(package):
     # What the drivers promise the next agent's author: PQN (on-policy) and TD3 (off-policy)

@@ -15,8 +15,7 @@
 - Configuration decoded by field type (:func:`decode_config`, :func:`with_defaults`).
 
 Running an agent on disk (``train``, ``resume``, run directories, metrics, plots, video,
-population-based training, processes) lives in :mod:`rollax.runs`. Those names were
-importable from here before; they still are for this release, with a ``DeprecationWarning``.
+population-based training, processes) lives in :mod:`rollax.runs`.
 """
 
 from rollax.training._agent import (
@@ -113,50 +112,3 @@ __all__ = [
     "vmap_seeds",
     "with_defaults",
 ]
-
-
-_MOVED_TO_RUNS = frozenset(
-    {
-        "COMMON_METRICS",
-        "Callback",
-        "Cluster",
-        "Run",
-        "RunConfig",
-        "RunDirectory",
-        "RunKeys",
-        "TrainingDiverged",
-        "agree_any",
-        "best_lineage",
-        "check_video_path",
-        "draw_population",
-        "draw_runs",
-        "enable_compilation_cache",
-        "evaluate_run",
-        "load_run",
-        "plot_curve",
-        "plot_population",
-        "plot_runs",
-        "record_episode",
-        "resume",
-        "run_keys",
-        "train",
-        "write_video",
-    }
-)
-
-
-def __getattr__(name: str):
-    """The names that moved to :mod:`rollax.runs`, for one release, with a warning."""
-    if name in _MOVED_TO_RUNS:
-        import warnings
-
-        import rollax.runs
-
-        warnings.warn(
-            f"rollax.training.{name} moved to rollax.runs.{name}; import it from there "
-            "(rollax.training keeps the name for this release only)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(rollax.runs, name)
-    raise AttributeError(f"module 'rollax.training' has no attribute {name!r}")
