@@ -172,3 +172,25 @@ def test_a_checkpoint_of_4_devices_restores_on_2_and_on_1_with_its_replay(tmp_pa
         got = [np.asarray(x) for x in jax.tree.leaves(run.state.learner)]
         for a, b in zip(expected, got, strict=True):
             np.testing.assert_allclose(a, b, atol=TOLERANCE)
+
+
+@pytest.mark.processes
+def test_two_devices_for_one_seed_split_it_into_two_shards_unless_told_otherwise(tmp_path):
+    # The fault: `--devices 2` for one seed was refused unless --num-shards was set too. Left
+    # to the layer, the shards are what the data axis needs, said on stderr and recorded in
+    # config.json, so a resume keeps them on any devices; an explicit conflict is an error.
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    tiny = [
+        "--env", "CartPole-v1", "--num-envs", "4", "--num-steps", "16", "--num-epochs", "1",
+        "--num-minibatches", "1", "--hidden-sizes", "8", "--total-steps", "128",
+        "--eval-episodes", "0", "--no-progress",
+    ]  # fmt: skip
+    run_dir = tmp_path / "run"
+    done = _rollax(["train", "ppo", *tiny, "--devices", "2", "--run-dir", str(run_dir)], 2, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "num_shards=2: each seed's environments are split over 2 devices" in done.stderr
+    assert json.loads((run_dir / "config.json").read_text())["config"]["num_shards"] == 2
+    told = _rollax(["train", "ppo", *tiny, "--devices", "2", "--num-shards", "1",
+                    "--run-dir", str(tmp_path / "told")], 2, env)  # fmt: skip
+    assert told.returncode == 2 and "must divide num_shards=1" in told.stderr, told.stderr
+    assert make_ppo(PPOConfig(), "CartPole-v1").config.num_shards == 1  # one device here

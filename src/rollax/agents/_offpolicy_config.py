@@ -98,6 +98,8 @@ class OffPolicyConfig(OptimizerConfig, ScaleConfig):
 
     def validate_offpolicy(self) -> None:
         """Check the shared fields; raise a ``ValueError`` naming the first bad one."""
+        if self.num_shards is None:  # checked as the devices will split it
+            return self.with_shards().validate_offpolicy()
         check_fields(
             self, "positive_int", "num_envs", "total_steps", "buffer_size", "batch_size",
             "train_every", "gradient_steps", "n_step",

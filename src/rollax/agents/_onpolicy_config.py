@@ -109,6 +109,8 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
 
     def validate_onpolicy(self) -> None:
         """Check the shared fields; raise a ``ValueError`` naming the first bad one."""
+        if self.num_shards is None:  # checked as the devices will split it
+            return self.with_shards().validate_onpolicy()
         check_fields(
             self, "positive_int", "num_envs", "num_steps", "total_steps", "num_epochs",
             "num_minibatches", "frame_stack", "action_repeat",

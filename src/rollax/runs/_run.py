@@ -14,6 +14,7 @@ import dataclasses
 import datetime
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,12 @@ from rollax.checkpoints import Checkpointer
 from rollax.runs._keys import run_keys
 from rollax.runs._pbt import PBTConfig
 from rollax.runs._population import HISTORY, check_population
-from rollax.runs._run_dir import RunDirectory
+from rollax.runs._registry import Algorithm, algorithm_for_config, get_algorithm
+from rollax.runs._run_dir import RunDirectory, is_writer
 from rollax.runs._video import check_video_path
 from rollax.runs._video import write_video as write_agent_video
 from rollax.training._agent import Agent
 from rollax.training._config import config_to_json, decode_config
-from rollax.training._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.training._sweep import point_labels
 
 __all__ = [
@@ -298,6 +299,14 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
     if run_config.compilation_cache:
         enable_compilation_cache()
     agent = algorithm.make(config, run_config.env, **run_config.make_options)
+    if config.num_shards is None and agent.config.num_shards > 1 and is_writer():
+        print(
+            f"rollax: num_shards={agent.config.num_shards}: each seed's environments are split "
+            f"over {agent.layout.data_devices} devices, one shard each (--num-shards sets it; "
+            "the run keeps it on any devices).",
+            file=sys.stderr,
+        )
+    config = agent.config  # with the shards the layout chose: what the run keeps
     env_params = env_params_for(agent, run_config)  # checked before anything compiles
     check_population(agent, run_config)
     agent.warmup(evaluations(run_config), env_params)  # init, run, evaluate side by side

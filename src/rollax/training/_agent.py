@@ -549,4 +549,5 @@ def layout_for(config: Any) -> Layout:
 
     Members are ``num_seeds`` seeds of each of the sweep's grid points.
     """
-    return make_layout(int(config.num_members), int(config.num_shards), config.devices)
+    shards = config.with_shards().num_shards
+    return make_layout(int(config.num_members), int(shards), config.devices)

@@ -377,6 +377,28 @@ def _apply(axes: Any, tree: Any, op: Callable[[Any, int], Any]) -> Any:
     )
 
 
+def mesh_shape(num_seeds: int, devices: int | str) -> tuple[int, int]:
+    """``(seed_devices, data_devices)``: how ``devices`` sit over ``num_seeds`` seeds.
+
+    Seeds go to devices first (they never communicate): the seed axis takes ``gcd(num_seeds,
+    devices)`` devices and the data axis the rest. ``"auto"``: the most devices that divide
+    ``num_seeds``, all on the seed axis (in a run of several processes, every device, as
+    ``"all"``: each process must hold part of the mesh).
+
+    Raises:
+        ValueError: more devices than exist, or not a count, ``"all"`` or ``"auto"``.
+    """
+    if devices == "auto" and jax.process_count() > 1:
+        count = resolve_devices("all")  # every process must hold part of the mesh
+    elif devices == "auto":  # the seed axis alone, on as many devices as divide it
+        available = jax.device_count()
+        count = max(d for d in range(1, available + 1) if num_seeds % d == 0)
+    else:
+        count = resolve_devices(devices)
+    seed_devices = math.gcd(num_seeds, count)
+    return seed_devices, count // seed_devices
+
+
 def make_layout(num_seeds: int, num_shards: int, devices: int | str = 1) -> Layout:
     """The layout of ``num_seeds`` seeds of ``num_shards`` shards on ``devices`` devices.
 
@@ -389,17 +411,10 @@ def make_layout(num_seeds: int, num_shards: int, devices: int | str = 1) -> Layo
         ValueError: more devices than exist, or a data axis that does not divide the shards
             (naming the shard counts and device counts that would work).
     """
-    if devices == "auto" and jax.process_count() > 1:
-        count = resolve_devices("all")  # every process must hold part of the mesh
-    elif devices == "auto":  # the seed axis alone, on as many devices as divide it
-        available = jax.device_count()
-        count = max(d for d in range(1, available + 1) if num_seeds % d == 0)
-    else:
-        count = resolve_devices(devices)
+    seed_devices, data_devices = mesh_shape(num_seeds, devices)
+    count = seed_devices * data_devices
     if count == 1:
         return Layout(num_seeds, num_shards)
-    seed_devices = math.gcd(num_seeds, count)
-    data_devices = count // seed_devices
     if num_shards % data_devices:
         fits = [d for d in range(1, count + 1) if num_shards % (d // math.gcd(num_seeds, d)) == 0]
         raise ValueError(

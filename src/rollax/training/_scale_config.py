@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
 import tyro
 
+from rollax.training._layout import mesh_shape
 from rollax.training._sweep import member_configs, num_members
 from rollax.training._validate import check_fields
 
@@ -35,12 +36,15 @@ class ScaleConfig:
     num_seeds: int = 1
     """Independent seeds trained at once in one compiled program (their environments,
     parameters and randomness are their own: adding a seed changes no other seed's run)."""
-    num_shards: int = 1
+    num_shards: int | None = None
     """Logical shards of each seed's environments: each shard steps num_envs / num_shards
     environments and takes its share of the minibatches (PPO shuffles within a shard) or of
     the replay (off-policy agents: each shard samples batch_size / num_shards from its own
     buffer of buffer_size / num_shards), and the shards average their gradients. Devices on
-    the data axis each take whole shards, so one device runs the same shards as four."""
+    the data axis each take whole shards, so one device runs the same shards as four. None
+    (the default): 1, or as many as the devices on the data axis where devices outnumber
+    what the seeds take (2 devices for 1 seed: 2 shards); the agent's config records the
+    count, and a run keeps it on any devices."""
     sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     """NAME=V1,V2,...: train every combination of these values, each with
     num_seeds seeds, in one compiled program, e.g. --sweep learning_rate=1e-3,3e-3 --sweep
@@ -67,6 +71,39 @@ class ScaleConfig:
         """
         return member_configs(self)
 
+    def with_shards(self) -> Self:
+        """This configuration with ``num_shards`` set: as given, or chosen for its devices.
+
+        ``None`` becomes the data axis's device count (1 on one device, or where the seeds
+        take every device): the smallest count those devices can split. The agent's
+        ``validate`` then checks it as if it had been given.
+        """
+        if self.num_shards is not None:
+            return self
+        self._check_devices()
+        return dataclasses.replace(self, num_shards=mesh_shape(self.num_members, self.devices)[1])
+
+    def validated(self) -> Self:
+        """This configuration with ``num_shards`` set (:meth:`with_shards`), validated.
+
+        Raises:
+            ValueError: naming the first inconsistent field and what would work.
+        """
+        config = self.with_shards()
+        config.validate()
+        return config
+
+    def _check_devices(self) -> None:
+        """Raise a ``ValueError`` unless ``devices`` is a positive count, 'all' or 'auto'."""
+        devices = self.devices
+        if devices not in ("all", "auto") and (
+            isinstance(devices, bool) or not isinstance(devices, int) or devices < 1
+        ):
+            raise ValueError(
+                f"{type(self).__name__}.devices must be a positive integer, 'all' or 'auto', "
+                f"got {devices!r}."
+            )
+
     def validate_scale(self, shard_divides: tuple[str, ...]) -> None:
         """Check the fields above, and that ``num_shards`` divides each of ``shard_divides``.
 
@@ -75,18 +112,14 @@ class ScaleConfig:
         Raises:
             ValueError: naming the field, its value and what would work.
         """
-        check_fields(self, "positive_int", "num_seeds", "num_shards")
+        check_fields(self, "positive_int", "num_seeds")
+        if self.num_shards is not None:
+            check_fields(self, "positive_int", "num_shards")
         name = type(self).__name__
-        devices = self.devices
-        if devices not in ("all", "auto") and (
-            isinstance(devices, bool) or not isinstance(devices, int) or devices < 1
-        ):
-            raise ValueError(
-                f"{name}.devices must be a positive integer, 'all' or 'auto', got {devices!r}."
-            )
+        self._check_devices()
         for field in shard_divides:
             value = getattr(self, field)
-            if value % self.num_shards:
+            if self.num_shards is not None and value % self.num_shards:
                 fits = [k for k in range(1, min(value, 64) + 1) if value % k == 0]
                 raise ValueError(
                     f"{name}.num_shards={self.num_shards} must divide {field}={value} (each "

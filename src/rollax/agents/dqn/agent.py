@@ -171,7 +171,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             environment whose actions are not discrete, or a device count the layout
             cannot use.
     """
-    config.validate()
+    config = config.validated()  # with num_shards for the devices, if left to them
     layout = layout_for(config)
     env = shard_env("make_dqn", config, env, **make_options)
     if not isinstance(env.action_space, Discrete):

@@ -170,7 +170,7 @@ def make_ppo(
         ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, or a
             device count the layout cannot use.
     """
-    config.validate()
+    config = config.validated()  # with num_shards for the devices, if left to them
     env = shard_env("make_ppo", config, env, **make_options)
     built, obs_spec = network_for(config, env)
     learner = ppo_learner(config, network or built, obs_spec)

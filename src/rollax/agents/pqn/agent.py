@@ -159,7 +159,7 @@ def make_pqn(config: PQNConfig, env: VecEnv | str, **make_options: Any) -> PQN:
         ValueError: an inconsistent configuration, continuous actions, a ``VecEnv`` of the
             wrong size, or a device count the layout cannot use.
     """
-    config.validate()
+    config = config.validated()  # with num_shards for the devices, if left to them
     env = shard_env("make_pqn", config, env, **make_options)
     if not isinstance(env.action_space, Discrete):
         raise ValueError(

@@ -128,7 +128,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         ValueError: an inconsistent configuration, a ``VecEnv`` of the wrong size, or an
             environment whose actions are not a bounded 1-D box.
     """
-    config.validate()
+    config = config.validated()  # with num_shards for the devices, if left to them
     layout = layout_for(config)
     env = shard_env("make_sac", config, env, **make_options)
     box = action_box("make_sac: SAC", env, "DQN (rollax.agents.dqn)")

@@ -97,7 +97,7 @@ class TD3(Agent):
 
 def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
     """TD3 for an environment of box actions (arguments and errors: ``make_sac``'s)."""
-    config.validate()
+    config = config.validated()  # with num_shards for the devices, if left to them
     layout = layout_for(config)
     env = shard_env("make_td3", config, env, **make_options)
     box = action_box("make_td3: TD3", env, "DQN or PQN")
