@@ -124,14 +124,14 @@ TASKS = {
 # ---------------------------------------------------------------------------- rollax
 def rollax_config(algo: str) -> Any:
     """rollax's configuration: its preset (rejax's settings but for PQN's), the task's budget."""
-    from rollax.training import get_algorithm
+    from rollax.runs import get_algorithm
 
     preset = get_algorithm(algo).config_for(TASKS[algo]["env"])
     return preset.replace(total_steps=TASKS[algo]["total"])
 
 
 def rollax_agent(algo: str, config: Any) -> Any:
-    from rollax.training import get_algorithm
+    from rollax.runs import get_algorithm
 
     return get_algorithm(algo).make(config, TASKS[algo]["env"])
 

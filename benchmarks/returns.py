@@ -417,7 +417,7 @@ def ppo_run(
     together in one program (``num_seeds``: each seed's key split from ``key(0)``; rejax's
     seeds are ``key(0)`` to ``key(seeds - 1)``), the environment built with
     ``make_options``."""
-    from rollax.training import get_algorithm
+    from rollax.runs import get_algorithm
 
     unit = preset.steps_per_iteration
     steps = max(budget // unit, 1) * unit

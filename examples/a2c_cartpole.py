@@ -35,15 +35,13 @@ from rollax.agents import (
 from rollax.agents.ppo import feedforward_network
 from rollax.networks import ActorCritic
 from rollax.ops import gae
-from rollax.runs import RunConfig, evaluate_run, resume, train
+from rollax.runs import Algorithm, RunConfig, evaluate_run, register, resume, train
 from rollax.spaces import observation_spec
 from rollax.training import (
     OPTIMIZER_DATA,
-    Algorithm,
     Optimizer,
     OptimizerHyperParams,
     optimizer_values,
-    register,
     shard_env,
 )
 

@@ -1,4 +1,4 @@
-"""The agents, each registered with the training layer under its name.
+"""The agents: PPO, PQN, DQN, SAC and TD3, each registered by name in :mod:`rollax.runs`.
 
 Two drivers hold what agents of a kind share. The on-policy one (PPO, PQN) owns rollouts,
 the epochs of minibatches over them and their bootstraps: an algorithm gives it an
@@ -26,7 +26,6 @@ from rollax.agents._onpolicy import (
 )
 from rollax.agents._onpolicy_config import OnPolicyConfig
 from rollax.training import with_defaults
-from rollax.training._registry import Algorithm, register
 
 __all__ = [
     "CorrelatedExplorationConfig",
@@ -48,49 +47,3 @@ __all__ = [
     "td3",
     "with_defaults",
 ]
-
-register(
-    Algorithm(
-        name="ppo",
-        title="Proximal Policy Optimization",
-        config_type=ppo.PPOConfig,
-        make=ppo.make_ppo,
-        presets=ppo.PRESETS,
-    )
-)
-register(
-    Algorithm(
-        name="pqn",
-        title="Parallel Q-learning (Q(lambda), LayerNorm, no replay)",
-        config_type=pqn.PQNConfig,
-        make=pqn.make_pqn,
-        presets=pqn.PRESETS,
-    )
-)
-register(
-    Algorithm(
-        name="dqn",
-        title="Deep Q-Network (double, dueling, n-step)",
-        config_type=dqn.DQNConfig,
-        make=dqn.make_dqn,
-        presets=dqn.PRESETS,
-    )
-)
-register(
-    Algorithm(
-        name="sac",
-        title="Soft Actor-Critic (twin critics, automatic entropy tuning)",
-        config_type=sac.SACConfig,
-        make=sac.make_sac,
-        presets=sac.PRESETS,
-    )
-)
-register(
-    Algorithm(
-        name="td3",
-        title="Twin Delayed DDPG (clipped double-Q, target smoothing, delayed actor)",
-        config_type=td3.TD3Config,
-        make=td3.make_td3,
-        presets=td3.PRESETS,
-    )
-)

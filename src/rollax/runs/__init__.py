@@ -13,6 +13,9 @@
   (:func:`best_lineage`).
 - Several processes as one run (:class:`Cluster`, :func:`agree_any`), and the random keys
   of a run (:class:`RunKeys`, :func:`run_keys`).
+- The algorithm registry (:class:`Algorithm`, :func:`register`, :func:`get_algorithm`) that
+  the command line, ``config.json`` and :func:`load_run` dispatch on; the algorithms of
+  :mod:`rollax.agents` are registered on its first use.
 """
 
 from rollax.runs._distributed import Cluster, agree_any
@@ -26,6 +29,13 @@ from rollax.runs._plots import (
     plot_runs,
 )
 from rollax.runs._population import best_lineage
+from rollax.runs._registry import (
+    Algorithm,
+    algorithm_for_config,
+    algorithms,
+    get_algorithm,
+    register,
+)
 from rollax.runs._run import (
     Run,
     RunConfig,
@@ -41,6 +51,7 @@ from rollax.runs._video import check_video_path, record_episode
 
 __all__ = [
     "COMMON_METRICS",
+    "Algorithm",
     "Callback",
     "Cluster",
     "Run",
@@ -49,17 +60,21 @@ __all__ = [
     "RunKeys",
     "TrainingDiverged",
     "agree_any",
+    "algorithm_for_config",
+    "algorithms",
     "best_lineage",
     "check_video_path",
     "draw_population",
     "draw_runs",
     "enable_compilation_cache",
     "evaluate_run",
+    "get_algorithm",
     "load_run",
     "plot_curve",
     "plot_population",
     "plot_runs",
     "record_episode",
+    "register",
     "resume",
     "run_keys",
     "train",

@@ -1,17 +1,20 @@
 """The algorithm registry: what the CLI, ``load_run`` and config decoding dispatch on.
 
-Each algorithm registers its name, configuration class, factory and presets once (in
-``rollax.agents``); nothing in the shared layer names an algorithm.
+Each algorithm registers its name, configuration class, factory and presets once: the
+built-in ones of :mod:`rollax.agents` are registered here on the registry's first use, an
+algorithm of your own with :func:`register`. Neither the training layer nor the agents name
+the registry.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rollax.training._agent import Agent
+from rollax.training import Agent
 
 __all__ = ["Algorithm", "algorithm_for_config", "algorithms", "get_algorithm", "register"]
 
@@ -53,9 +56,60 @@ def register(algorithm: Algorithm) -> Algorithm:
     return algorithm
 
 
-def _load() -> dict[str, Algorithm]:
-    import rollax.agents  # noqa: F401  (registers the builtin algorithms)
+@functools.cache
+def _register_builtins() -> None:
+    """Register the algorithms of :mod:`rollax.agents` (imported on first use, not before)."""
+    from rollax.agents import dqn, ppo, pqn, sac, td3
 
+    register(
+        Algorithm(
+            name="ppo",
+            title="Proximal Policy Optimization",
+            config_type=ppo.PPOConfig,
+            make=ppo.make_ppo,
+            presets=ppo.PRESETS,
+        )
+    )
+    register(
+        Algorithm(
+            name="pqn",
+            title="Parallel Q-learning (Q(lambda), LayerNorm, no replay)",
+            config_type=pqn.PQNConfig,
+            make=pqn.make_pqn,
+            presets=pqn.PRESETS,
+        )
+    )
+    register(
+        Algorithm(
+            name="dqn",
+            title="Deep Q-Network (double, dueling, n-step)",
+            config_type=dqn.DQNConfig,
+            make=dqn.make_dqn,
+            presets=dqn.PRESETS,
+        )
+    )
+    register(
+        Algorithm(
+            name="sac",
+            title="Soft Actor-Critic (twin critics, automatic entropy tuning)",
+            config_type=sac.SACConfig,
+            make=sac.make_sac,
+            presets=sac.PRESETS,
+        )
+    )
+    register(
+        Algorithm(
+            name="td3",
+            title="Twin Delayed DDPG (clipped double-Q, target smoothing, delayed actor)",
+            config_type=td3.TD3Config,
+            make=td3.make_td3,
+            presets=td3.PRESETS,
+        )
+    )
+
+
+def _load() -> dict[str, Algorithm]:
+    _register_builtins()
     return _ALGORITHMS
 
 

@@ -8,14 +8,13 @@
   step of every agent (:class:`GradientStep`); the configuration fields of scale
   (:class:`ScaleConfig`) and of the optimizer (:class:`OptimizerConfig`, built with optax by
   :class:`Optimizer`, its per-seed values :class:`OptimizerHyperParams`).
-- The algorithm registry (:class:`Algorithm`, :func:`get_algorithm`) that the command line
-  and run directories dispatch on.
 - One evaluator for every agent, with the state's params and episode limit.
 - Sweeps (``sweep`` in an agent's config): grid points times seeds as members of one program.
 - Configuration decoded by field type (:func:`decode_config`, :func:`with_defaults`).
 
 Running an agent on disk (``train``, ``resume``, run directories, metrics, plots, video,
-population-based training, processes) lives in :mod:`rollax.runs`.
+population-based training, processes) lives in :mod:`rollax.runs`, with the algorithm
+registry that the command line and run directories dispatch on.
 """
 
 from rollax.training._agent import (
@@ -56,13 +55,6 @@ from rollax.training._optim import (
     schedule_multiplier,
     stretch_schedule,
 )
-from rollax.training._registry import (
-    Algorithm,
-    algorithm_for_config,
-    algorithms,
-    get_algorithm,
-    register,
-)
 from rollax.training._scale_config import ScaleConfig
 from rollax.training._seeds import vmap_seeds
 
@@ -77,7 +69,6 @@ __all__ = [
     "SHARED",
     "Agent",
     "AgentPieces",
-    "Algorithm",
     "ConfigError",
     "GradientStep",
     "Layout",
@@ -87,14 +78,11 @@ __all__ = [
     "Policy",
     "ScaleConfig",
     "ShardStart",
-    "algorithm_for_config",
-    "algorithms",
     "build_agent",
     "check_budget",
     "config_to_json",
     "decode_config",
     "feedforward_policy",
-    "get_algorithm",
     "layout_for",
     "make_evaluator",
     "make_layout",
@@ -105,7 +93,6 @@ __all__ = [
     "polyak",
     "schedule_multiplier",
     "stretch_schedule",
-    "register",
     "resolve_devices",
     "shard_env",
     "training_env",
