@@ -426,9 +426,7 @@ def build_onpolicy_agent(
             metric_names=learner.metric_names,
             policy=Policy(init_carry=lambda state, batch: network.initial_carry(batch), act=act),
             with_budget=with_budget,
-            # On the CPU, LLVM level 1 compiles PPO's training program with about 20% less work
-            # (CartPole's preset: 4.4 CPU-s instead of 5.5; Breakout-MinAtar's: 6.6 instead of
-            # 8.2) and runs it as fast (0.22 s and 1.7 CPU-s per measured call both ways).
+            # LLVM level 1 on the CPU: less compile work, as fast to run (Getting started).
             run_cpu_level=1,
         ),
     )

@@ -478,12 +478,9 @@ class Pool:
         # The k-th finished environment (in index order) takes the pool's k-th state: a
         # gather of every environment's candidate and a select, elementwise passes that XLA
         # fuses (cheaper than compacting the finished ones into a block and scattering).
-        # It runs on every step, finished or not. On 2 CPU cores, with 1,024 Playground
-        # CartpoleBalances whose 16-step episodes end together, this pass slows the physics
-        # step after it (MJX's solver loop: 0.60 ms a step, 0.33 ms when the pass is skipped
-        # on steps where nothing ends). Skipping it made the rollout 3% to 7% faster (two
-        # runs), still 14% behind on_done. It is kept unconditional: the skip adds a branch,
-        # which on an accelerator costs a device-to-host round trip on every step.
+        # It runs on every step, finished or not: skipping it where nothing ends would add a
+        # branch, which on an accelerator costs a device-to-host round trip on every step
+        # (what the skip gained on the CPU: the Environments page, Training on Playground).
         slots = (pool.start + inclusive_count(mask) - 1) % self.pool_size
         core = select(mask, jax.tree.map(lambda src: src[slots], pool.core), state.core)
         obs = select(mask, jax.tree.map(lambda src: src[slots], pool.obs), obs)
@@ -535,27 +532,18 @@ def default_reset_strategy(
 ) -> str:
     """The default strategy for ``num_envs`` environments on ``backend``.
 
-    On the CPU (measured in ``benchmarks/autoreset.py`` on 2 cores, steps/s, CartPole /
-    maze): ``pool`` from 16 environments, ``on_done`` below. ``pool`` is the fastest fresh
-    strategy from 16 environments up (16: 5.6M / 7.7M against ``on_done``'s 4.5M / 6.5M;
-    32: 8.7M / 13.7M against 5.7M / 8.1M; 256 and 4,096: 4.1-4.9x ``every_step`` on
-    CartPole, 130-200x on the maze), because resets are computed in large batched refills
-    only when the pool runs low. With few environments there is little to batch: at 8
-    ``on_done`` is faster on CartPole (3.5M against 2.6M; the maze: 3.8M against 4.3M) and
-    compiles faster. On MuJoCo Playground's physics (``benchmarks/worlds.py --staggered``,
-    1,024 CartpoleBalances) ``pool`` is the one fresh strategy near Playground's cached
-    reset both when a batch's episodes end together and when some end on every step
-    (0.91x to 1.0x); ``on_done`` halves in the second case and ``compact`` trails in it.
-    On the heavier WalkerWalk (256) the strategies are within the machine's noise: one run
-    had ``compact`` lead (0.99x to 1.04x the cached reset, ``pool`` 0.83x to 0.86x), the next
-    ``pool`` (1.02x and 0.97x, ``compact`` 0.98x and 0.96x); ``pool`` stays.
+    On the CPU: ``pool`` from 16 environments, ``on_done`` below. ``pool`` computes resets
+    in large batched refills only when the pool runs low, which makes it the fastest fresh
+    strategy from 16 environments up, on MuJoCo Playground's physics too; with fewer there
+    is little to batch, and ``on_done`` is faster and compiles faster.
 
-    On accelerators (measured on one H100): a branch inside a jitted loop costs a
-    device-to-host round trip per step, so the branching strategies lose to computing
-    every reset and selecting: ``every_step`` runs CartPole at 23M steps/s with 256
-    environments and 244M with 4,096 against ``pool``'s 6.3M and 93M. An environment whose
-    reset costs many steps (``Environment.costly_reset``, the maze at 120x) still gets
-    ``pool``: 4.4M and 96M steps/s against ``every_step``'s 0.3M and 4.1M.
+    On accelerators: a branch inside a jitted loop costs a device-to-host round trip per
+    step, so the branching strategies lose to computing every reset and selecting
+    (``every_step``), except for an environment whose reset costs many steps
+    (``Environment.costly_reset``), which keeps ``pool``.
+
+    The figures behind both choices are on the Environments page (Reset strategies, and
+    Training on Playground).
 
     Args:
         num_envs: Batch size, ``None`` for one unbatched environment.

@@ -296,9 +296,8 @@ class AgentPieces:
     """The state again from what a checkpoint kept (``None``: as kept)."""
     run_cpu_level: int | None = None
     """An LLVM optimization level for the training program on CPU (``None``: XLA's default).
-    Level 1 compiles DQN's and SAC's training programs 10% faster and runs them as fast (SAC,
-    Pendulum: 3.45 s instead of 3.83 s, 1,264 against 1,258 steps/s); level 0 runs them 4x
-    slower."""
+    Level 1 compiles the drivers' training programs with less work and runs them as fast;
+    level 0 runs them several times slower (the Getting started page's backend table)."""
 
 
 def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: AgentPieces) -> Agent:
@@ -376,8 +375,7 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
             """One shard's loop, mapped whole rather than iteration by iteration.
 
             A single seed and shard then lose their batch axis once, outside the loop: a
-            reshape at every iteration made XLA copy the replay buffer each time (DQN on
-            CartPole ran 30% slower).
+            reshape at every iteration made XLA copy the replay buffer each time.
             """
             totals = {
                 k: jnp.zeros((), jnp.int32 if k == "episodes" else jnp.float32) for k in names
@@ -460,9 +458,8 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
 
         The programs are lowered for the state ``init`` will build (from ``jax.eval_shape``,
         nothing runs) and compiled on one thread each: tracing takes turns on Python's lock,
-        but XLA compiles without it, so on a multi-core machine the compilations overlap
-        (CartPole's PPO with one evaluation, 2 CPU cores: 5.7 s instead of 6.0 s for one
-        seed, 7.2 s instead of 8.0 s for eight). Later calls with states of that structure
+        but XLA compiles without it, so on a multi-core machine the compilations overlap.
+        Later calls with states of that structure
         (from ``init``, ``run`` or a restored checkpoint) start without compiling.
 
         Args:
