@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from rollax.envs._base import Environment
+from rollax.envs import Environment
 from rollax.spaces import Space
 
 __all__ = ["SuiteEnv", "strong", "suite_code", "unknown_id"]

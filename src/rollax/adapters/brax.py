@@ -21,7 +21,7 @@ import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.adapters._suite import SuiteEnv, suite_code, unknown_id
-from rollax.envs._base import EnvParams
+from rollax.envs import EnvParams
 from rollax.spaces import Box
 
 __all__ = ["BraxEnv", "BraxParams"]

@@ -37,7 +37,7 @@ import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
-from rollax.envs._base import EnvParams
+from rollax.envs import EnvParams
 from rollax.spaces import Box, Dict, Discrete
 
 __all__ = ["ENVIRONMENTS", "JumanjiEnv", "JumanjiParams", "JumanjiState", "jumanji_ids"]

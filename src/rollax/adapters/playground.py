@@ -54,7 +54,7 @@ import numpy as np
 from rollax._struct import pytree_dataclass
 from rollax.adapters._mujoco_render import HostRenderer, camera_index, checked_render_size
 from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
-from rollax.envs._base import EnvParams
+from rollax.envs import EnvParams
 from rollax.spaces import Box, Dict
 
 __all__ = ["IMPLS", "PHYSICS", "PlaygroundEnv", "PlaygroundParams", "playground_ids"]

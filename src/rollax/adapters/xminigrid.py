@@ -30,7 +30,7 @@ import numpy as np
 
 from rollax._struct import pytree_dataclass
 from rollax.adapters._suite import SuiteEnv, strong, suite_code, unknown_id
-from rollax.envs._base import EnvParams
+from rollax.envs import EnvParams
 from rollax.spaces import Box, Discrete
 
 __all__ = ["XMiniGridEnv", "XMiniGridParams", "XMiniGridState", "xminigrid_ids"]
