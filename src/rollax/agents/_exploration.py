@@ -7,7 +7,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from rollax.training._validate import check_fields
+from rollax.training import check_fields
 from rollax.types import PRNGKey
 
 __all__ = ["EpsilonGreedyConfig", "epsilon_greedy", "linear_epsilon"]

@@ -15,8 +15,16 @@ import dataclasses
 from typing import Any, TypeVar
 
 from rollax.networks import Activation
-from rollax.training import OptimizerConfig, ScaleConfig, check_budget, with_defaults
-from rollax.training._validate import check_activation, check_fields, check_replay, check_widths
+from rollax.training import (
+    OptimizerConfig,
+    ScaleConfig,
+    check_activation,
+    check_budget,
+    check_fields,
+    check_replay,
+    check_widths,
+    with_defaults,
+)
 
 __all__ = ["CorrelatedExplorationConfig", "OffPolicyConfig", "TwinCriticConfig"]
 

@@ -40,8 +40,7 @@ from rollax.agents._minibatches import (
     shuffled_sequences,
 )
 from rollax.agents._onpolicy_config import OnPolicyConfig
-from rollax.envs import EnvParams, EnvState, VecEnv
-from rollax.envs._resets import at_most_once
+from rollax.envs import EnvParams, EnvState, VecEnv, at_most_once
 from rollax.ops import (
     normalize_observation,
     observation_stats,

@@ -12,8 +12,14 @@ import dataclasses
 from typing import Any, Literal, TypeVar
 
 from rollax.networks import CELLS, Activation
-from rollax.training import OptimizerConfig, ScaleConfig, check_budget
-from rollax.training._validate import check_activation, check_fields, check_widths
+from rollax.training import (
+    OptimizerConfig,
+    ScaleConfig,
+    check_activation,
+    check_budget,
+    check_fields,
+    check_widths,
+)
 
 __all__ = ["OnPolicyConfig"]
 

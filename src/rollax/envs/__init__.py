@@ -17,7 +17,7 @@ from rollax.envs._registry import (
     spec,
     suite_envs,
 )
-from rollax.envs._resets import RESET_STRATEGIES, ResetPool, default_reset_strategy
+from rollax.envs._resets import RESET_STRATEGIES, ResetPool, at_most_once, default_reset_strategy
 from rollax.envs._vec_env import AUTORESET_MODES, EnvState, VecEnv
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "EnvState",
     "Environment",
     "VecEnv",
+    "at_most_once",
     "default_reset_strategy",
     "make",
     "register",

@@ -10,7 +10,9 @@
   :class:`Optimizer`, its per-seed values :class:`OptimizerHyperParams`).
 - One evaluator for every agent, with the state's params and episode limit.
 - Sweeps (``sweep`` in an agent's config): grid points times seeds as members of one program.
-- Configuration decoded by field type (:func:`decode_config`, :func:`with_defaults`).
+- Configuration decoded by field type (:func:`decode_config`, :func:`with_defaults`), and
+  the checks of its fields that every agent's ``validate`` is made of (:func:`check_fields`,
+  :func:`check_activation`, :func:`check_widths`, :func:`check_replay`).
 
 Running an agent on disk (``train``, ``resume``, run directories, metrics, plots, video,
 population-based training, processes) lives in :mod:`rollax.runs`, with the algorithm
@@ -57,6 +59,7 @@ from rollax.training._optim import (
 )
 from rollax.training._scale_config import ScaleConfig
 from rollax.training._seeds import vmap_seeds
+from rollax.training._validate import check_activation, check_fields, check_replay, check_widths
 
 __all__ = [
     "ENV_PARAMS",
@@ -79,7 +82,11 @@ __all__ = [
     "ScaleConfig",
     "ShardStart",
     "build_agent",
+    "check_activation",
     "check_budget",
+    "check_fields",
+    "check_replay",
+    "check_widths",
     "config_to_json",
     "decode_config",
     "feedforward_policy",

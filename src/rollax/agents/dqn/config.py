@@ -8,8 +8,7 @@ from typing import Literal
 from rollax.agents._exploration import EpsilonGreedyConfig
 from rollax.agents._offpolicy_config import OffPolicyConfig
 from rollax.networks import CELLS
-from rollax.training import OPTIMIZER_DATA, with_defaults
-from rollax.training._validate import check_fields
+from rollax.training import OPTIMIZER_DATA, check_fields, with_defaults
 
 __all__ = ["PRESETS", "DQNConfig"]
 

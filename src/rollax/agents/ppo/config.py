@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from rollax.agents._onpolicy_config import OnPolicyConfig
-from rollax.training import OPTIMIZER_DATA, with_defaults
-from rollax.training._validate import check_fields
+from rollax.training import OPTIMIZER_DATA, check_fields, with_defaults
 
 __all__ = ["PPOConfig", "PRESETS"]
 

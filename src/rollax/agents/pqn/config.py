@@ -6,8 +6,7 @@ import dataclasses
 
 from rollax.agents._exploration import EpsilonGreedyConfig
 from rollax.agents._onpolicy_config import OnPolicyConfig
-from rollax.training import OPTIMIZER_DATA, with_defaults
-from rollax.training._validate import check_fields
+from rollax.training import OPTIMIZER_DATA, check_fields, with_defaults
 
 __all__ = ["PRESETS", "PQNConfig"]
 

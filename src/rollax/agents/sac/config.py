@@ -9,8 +9,7 @@ from rollax.agents._offpolicy_config import (
     OffPolicyConfig,
     TwinCriticConfig,
 )
-from rollax.training import OPTIMIZER_DATA
-from rollax.training._validate import check_fields
+from rollax.training import OPTIMIZER_DATA, check_fields
 
 __all__ = ["PRESETS", "SACConfig"]
 

@@ -9,8 +9,7 @@ from rollax.agents._offpolicy_config import (
     OffPolicyConfig,
     TwinCriticConfig,
 )
-from rollax.training import OPTIMIZER_DATA, with_defaults
-from rollax.training._validate import check_fields
+from rollax.training import OPTIMIZER_DATA, check_fields, with_defaults
 
 __all__ = ["PRESETS", "TD3Config"]
 
