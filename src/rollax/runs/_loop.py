@@ -50,7 +50,7 @@ from rollax.runs._run import Run, evaluate_state
 from rollax.runs._run_dir import is_writer, write_atomic
 from rollax.runs._sinks import CsvSink, TensorBoardSink, seed_return_fields
 from rollax.runs._trackers import open_trackers
-from rollax.training._sweep import point_labels
+from rollax.training import point_labels
 
 __all__ = [
     "COMMON_METRICS",

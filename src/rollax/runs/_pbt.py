@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.training._layout import SEED, SHARD, Layout
+from rollax.training import SEED, SHARD, Layout
 
 __all__ = [
     "PBTConfig",

@@ -24,7 +24,7 @@ import numpy as np
 from rollax import stats
 from rollax.runs._run_dir import RunDirectory, read_metrics, write_atomic
 from rollax.runs._sinks import seed_return_fields
-from rollax.training._sweep import point_labels
+from rollax.training import point_labels
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

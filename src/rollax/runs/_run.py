@@ -29,9 +29,7 @@ from rollax.runs._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.runs._run_dir import RunDirectory, is_writer
 from rollax.runs._video import check_video_path
 from rollax.runs._video import write_video as write_agent_video
-from rollax.training._agent import Agent
-from rollax.training._config import config_to_json, decode_config
-from rollax.training._sweep import point_labels
+from rollax.training import Agent, config_to_json, decode_config, point_labels
 
 __all__ = [
     "Run",

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from rollax._files import wrote
 from rollax.runs._run_dir import csv_line, is_writer, read_metrics, write_atomic
-from rollax.training._sweep import point_labels
+from rollax.training import point_labels
 
 __all__ = ["CsvSink", "MetricSink", "TensorBoardSink", "seed_return_fields"]
 

@@ -13,8 +13,7 @@ import numpy as np
 from rollax._files import publish, temporary_path
 from rollax.envs import VecEnv
 from rollax.spaces import is_image_key
-from rollax.training._agent import Agent
-from rollax.training._evaluate import params_for_batch
+from rollax.training import Agent, params_for_batch
 from rollax.types import PRNGKey
 
 __all__ = ["check_video_path", "record_episode", "write_video"]

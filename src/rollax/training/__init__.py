@@ -9,7 +9,8 @@
   (:class:`ScaleConfig`) and of the optimizer (:class:`OptimizerConfig`, built with optax by
   :class:`Optimizer`, its per-seed values :class:`OptimizerHyperParams`).
 - One evaluator for every agent, with the state's params and episode limit.
-- Sweeps (``sweep`` in an agent's config): grid points times seeds as members of one program.
+- Sweeps (``sweep`` in an agent's config): grid points times seeds as members of one program
+  (:func:`point_labels` names the points).
 - Configuration decoded by field type (:func:`decode_config`, :func:`with_defaults`), and
   the checks of its fields that every agent's ``validate`` is made of (:func:`check_fields`,
   :func:`check_activation`, :func:`check_widths`, :func:`check_replay`).
@@ -59,6 +60,7 @@ from rollax.training._optim import (
 )
 from rollax.training._scale_config import ScaleConfig
 from rollax.training._seeds import vmap_seeds
+from rollax.training._sweep import point_labels
 from rollax.training._validate import check_activation, check_fields, check_replay, check_widths
 
 __all__ = [
@@ -97,6 +99,7 @@ __all__ = [
     "map_seeds",
     "optimizer_values",
     "params_for_batch",
+    "point_labels",
     "polyak",
     "schedule_multiplier",
     "stretch_schedule",
