@@ -57,7 +57,7 @@ def system_info() -> dict[str, Any]:
     import jax
 
     from rollax import __version__
-    from rollax.runs._run import compilation_cache_dir
+    from rollax.runs import compilation_cache_dir
 
     versions = {name: _version(name) for name in _DISTRIBUTIONS}
     return {

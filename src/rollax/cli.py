@@ -45,8 +45,7 @@ class TrainArgs(Generic[ConfigT]):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rollax`` command (``train``'s options go to tyro)."""
-    from rollax.runs import algorithms, get_algorithm
-    from rollax.runs._plots import BANDS, STATS, X_AXES
+    from rollax.runs import BANDS, STATS, X_AXES, algorithms, get_algorithm
 
     parser = argparse.ArgumentParser(
         prog="rollax", description="Train, resume and evaluate reinforcement-learning runs."
@@ -303,8 +302,7 @@ def _with_run_dir(algo: str, argv: list[str], options: list[str]) -> tuple[list[
 
     Without ``--run-dir``, the directory is the one ``train`` would choose.
     """
-    from rollax.runs import RunConfig, get_algorithm
-    from rollax.runs._run import _run_dir_for
+    from rollax.runs import RunConfig, get_algorithm, run_dir_for
 
     peek = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     peek.add_argument("--env", default=RunConfig.env)
@@ -312,7 +310,7 @@ def _with_run_dir(algo: str, argv: list[str], options: list[str]) -> tuple[list[
     given = peek.parse_known_args(options)[0]
     if given.run_dir:
         return argv, given.run_dir
-    run_dir = str(_run_dir_for(RunConfig(env=given.env), get_algorithm(algo)))
+    run_dir = str(run_dir_for(RunConfig(env=given.env), get_algorithm(algo)))
     return [*argv, "--run-dir", run_dir], run_dir
 
 

@@ -3,11 +3,15 @@
 - :func:`train` and :func:`resume` run an agent of :mod:`rollax.agents` (or any agent built
   on :mod:`rollax.training`) in a run directory (:class:`RunDirectory`): its config, metrics
   (CSV, TensorBoard, Weights & Biases, MLflow), checkpoints, a progress bar, a NaN guard
-  (:class:`TrainingDiverged`) and clean stops on a signal. Resuming is bit for bit.
+  (:class:`TrainingDiverged`) and clean stops on a signal. Resuming is bit for bit. Without
+  ``RunConfig.run_dir``, a run's directory is ``runs/ENV-ALGO-TIME`` (``run_dir_for``); JAX's
+  compilation cache for runs is :func:`compilation_cache_dir`
+  (:func:`enable_compilation_cache`).
 - :func:`load_run` and :func:`evaluate_run` read a run back; :func:`write_video` records an
   episode of its agent (:func:`record_episode`, :func:`check_video_path`).
 - Learning curves: :func:`plot_runs` (:func:`draw_runs`) overlays several runs, the mean
   over each run's seeds with a band for their spread; :func:`plot_curve` one run's metric.
+  The choices of their axis, line and band: :data:`X_AXES`, :data:`STATS`, :data:`BANDS`.
 - Population-based training (``RunConfig.pbt_*``): the schedules that emerged
   (:func:`plot_population`, :func:`draw_population`) and the best member's
   (:func:`best_lineage`).
@@ -22,6 +26,9 @@ from rollax.runs._distributed import Cluster, agree_any
 from rollax.runs._keys import RunKeys, run_keys
 from rollax.runs._loop import COMMON_METRICS, Callback, TrainingDiverged
 from rollax.runs._plots import (
+    BANDS,
+    STATS,
+    X_AXES,
     draw_population,
     draw_runs,
     plot_curve,
@@ -39,6 +46,7 @@ from rollax.runs._registry import (
 from rollax.runs._run import (
     Run,
     RunConfig,
+    compilation_cache_dir,
     enable_compilation_cache,
     evaluate_run,
     load_run,
@@ -46,10 +54,12 @@ from rollax.runs._run import (
     train,
     write_video,
 )
+from rollax.runs._run import _run_dir_for as run_dir_for
 from rollax.runs._run_dir import RunDirectory
 from rollax.runs._video import check_video_path, record_episode
 
 __all__ = [
+    "BANDS",
     "COMMON_METRICS",
     "Algorithm",
     "Callback",
@@ -58,12 +68,15 @@ __all__ = [
     "RunConfig",
     "RunDirectory",
     "RunKeys",
+    "STATS",
     "TrainingDiverged",
+    "X_AXES",
     "agree_any",
     "algorithm_for_config",
     "algorithms",
     "best_lineage",
     "check_video_path",
+    "compilation_cache_dir",
     "draw_population",
     "draw_runs",
     "enable_compilation_cache",
@@ -76,6 +89,7 @@ __all__ = [
     "record_episode",
     "register",
     "resume",
+    "run_dir_for",
     "run_keys",
     "train",
     "write_video",
