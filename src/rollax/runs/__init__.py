@@ -51,10 +51,10 @@ from rollax.runs._run import (
     evaluate_run,
     load_run,
     resume,
+    run_dir_for,
     train,
     write_video,
 )
-from rollax.runs._run import _run_dir_for as run_dir_for
 from rollax.runs._run_dir import RunDirectory
 from rollax.runs._video import check_video_path, record_episode
 

@@ -254,7 +254,8 @@ def evaluations(config: RunConfig) -> list[tuple[int, bool]]:
     return [(config.eval_episodes, d) for d in (True, False)] if config.eval_episodes else []
 
 
-def _run_dir_for(config: RunConfig, algorithm: Algorithm) -> Path:
+def run_dir_for(config: RunConfig, algorithm: Algorithm) -> Path:
+    """A run's directory: ``config.run_dir``, or ``runs/ENV-ALGO-TIME`` when it is empty."""
     if config.run_dir:
         return Path(config.run_dir)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -288,7 +289,7 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
     algorithm = algorithm_for_config(config)
     config.validate()
     run_config.validate()
-    directory = RunDirectory(_run_dir_for(run_config, algorithm))
+    directory = RunDirectory(run_dir_for(run_config, algorithm))
     if directory.holds_run():
         raise ValueError(
             f"run_dir {str(directory.path)!r} already holds a run; continue it with "
