@@ -34,6 +34,7 @@ def offline_trackers(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # MLflow keeps artifacts under the working directory
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
     monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.delenv("WANDB_DIR", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
@@ -61,7 +62,10 @@ def _records(path: Path) -> list[bytes]:
 
 
 def _segments(run_dir: Path) -> list[dict]:
-    """Each offline segment of the run, in order: its id, config and logged rows."""
+    """Each offline segment of the run, in order: its id, config and logged rows.
+
+    ``run_dir`` is where W&B's own ``wandb/`` folder is: the run directory, or ``WANDB_DIR``.
+    """
     from wandb.proto import wandb_internal_pb2
 
     segments = []
@@ -225,6 +229,22 @@ def test_a_damaged_tracker_record_starts_new_tracker_runs(tmp_path, capsys):
     assert record.get("wandb") == {} and "trackers start new runs" in capsys.readouterr().err
     (tmp_path / "trackers.json").write_text('{"wandb": 3}')
     assert TrackerRecord(tmp_path / "trackers.json").get("wandb") == {}
+
+
+def test_w_and_b_keeps_its_files_where_the_user_s_wandb_dir_says(tmp_path, monkeypatch):
+    # A user who set WANDB_DIR (a scratch disk on a cluster) expects W&B's files there; the
+    # run directory used to take them regardless.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("WANDB_DIR", str(scratch))
+    run_dir = tmp_path / "run"
+    config = RunConfig(run_dir=str(run_dir), log_every=128, eval_episodes=0, progress=False,
+                       wandb="rollax-tests")  # fmt: skip
+    train(CONFIG, config)
+    assert not (run_dir / "wandb").exists()
+    (segment,) = _segments(scratch)
+    steps = [r["env_steps"] for r in segment["rows"] if "episodes" in r]
+    assert steps == [128, 256]
 
 
 def test_tracker_settings_that_are_not_text_are_refused():

@@ -10,7 +10,7 @@ A run directory holds everything about one run::
       checkpoints/     Orbax checkpoints, one directory per environment step
       eval.json        returns of the final policy (after the budget is spent)
       trackers.json    with --wandb: the W&B run id and the last step it was sent
-      wandb/           with --wandb: W&B's own files
+      wandb/           with --wandb: W&B's own files (unless WANDB_DIR says elsewhere)
 
 A kill at any instant leaves every file whole or absent (see :mod:`rollax._files`): the
 directory appears with its ``config.json`` in one rename, so a run directory always holds a

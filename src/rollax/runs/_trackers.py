@@ -147,10 +147,11 @@ class WandbTracker(Tracker):
     """The run as a Weights & Biases run of ``project`` (``pip install 'rollax[wandb]'``).
 
     Its id is kept in ``trackers.json`` so that a resume continues it. W&B's own files go to
-    the run directory's ``wandb/``; with ``WANDB_MODE=offline`` they are the whole record,
-    which ``wandb sync RUN_DIR/wandb/offline-run-*`` uploads later. Offline, W&B cannot
-    continue a run: each session of the run (the first, each resume) is an offline segment
-    with the same id, and they hold the rows once between them.
+    the run directory's ``wandb/``, or to ``$WANDB_DIR/wandb/`` where the user set it; with
+    ``WANDB_MODE=offline`` they are the whole record, which ``wandb sync
+    RUN_DIR/wandb/offline-run-*`` uploads later. Offline, W&B cannot continue a run: each
+    session of the run (the first, each resume) is an offline segment with the same id, and
+    they hold the rows once between them.
 
     Args:
         directory: The run directory.
@@ -182,12 +183,15 @@ class WandbTracker(Tracker):
             return
         self._resume_from(entry)
         offline = os.environ.get("WANDB_MODE", "").lower() in _OFFLINE_MODES
-        self._directory.wandb.mkdir(parents=True, exist_ok=True)
+        # W&B's files go where the user's WANDB_DIR says (a scratch disk), else to the run.
+        own_dir = None if os.environ.get("WANDB_DIR") else self._directory.path
+        if own_dir is not None:
+            self._directory.wandb.mkdir(parents=True, exist_ok=True)
         run = wandb.init(
             project=project,
             id=run_id,  # None: W&B draws one, kept in trackers.json
             name=self._directory.path.name,
-            dir=str(self._directory.path),
+            dir=None if own_dir is None else str(own_dir),
             config=None if run_id else config,  # a resumed run keeps the config it started with
             resume=None if offline else "allow",  # offline W&B cannot resume (and warns)
             reinit="create_new",  # never the user's own run, nor another rollax run's
