@@ -183,15 +183,15 @@ class WandbTracker(Tracker):
             return
         self._resume_from(entry)
         offline = os.environ.get("WANDB_MODE", "").lower() in _OFFLINE_MODES
-        # W&B's files go where the user's WANDB_DIR says (a scratch disk), else to the run.
-        own_dir = None if os.environ.get("WANDB_DIR") else self._directory.path
-        if own_dir is not None:
-            self._directory.wandb.mkdir(parents=True, exist_ok=True)
+        # W&B's files go where the user's WANDB_DIR says (a scratch disk), else to the run;
+        # named here, as W&B reads its environment once per process.
+        root = os.environ.get("WANDB_DIR") or str(self._directory.path)
+        Path(root, "wandb").mkdir(parents=True, exist_ok=True)
         run = wandb.init(
             project=project,
             id=run_id,  # None: W&B draws one, kept in trackers.json
             name=self._directory.path.name,
-            dir=None if own_dir is None else str(own_dir),
+            dir=root,
             config=None if run_id else config,  # a resumed run keeps the config it started with
             resume=None if offline else "allow",  # offline W&B cannot resume (and warns)
             reinit="create_new",  # never the user's own run, nor another rollax run's
