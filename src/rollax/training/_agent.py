@@ -316,6 +316,7 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
     """
     if not isinstance(pieces, AgentPieces):
         raise TypeError(f"build_agent: pieces must be an AgentPieces, got {type(pieces).__name__}")
+    config = config.with_shards()  # the agent's config records the shards the layout uses
     state_layout, hyperparams, init = pieces.state_layout, pieces.hyperparams, pieces.init
     iteration, steps_per_iteration = pieces.iteration, pieces.steps_per_iteration
     unit_name, metric_names, policy = pieces.unit_name, pieces.metric_names, pieces.policy

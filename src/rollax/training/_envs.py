@@ -82,7 +82,7 @@ def shard_env(who: str, config: Any, env: VecEnv | str, **make_options: Any) -> 
     return training_env(
         who,
         env,
-        config.num_envs // config.num_shards,
+        config.num_envs // config.with_shards().num_shards,
         frame_stack=getattr(config, "frame_stack", 1),
         action_repeat=getattr(config, "action_repeat", 1),
         **make_options,
