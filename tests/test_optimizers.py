@@ -5,6 +5,9 @@ as data.
 - The transformation built from the seed's values is optax's own optimizer (RMSProp's
   momentum after its scaling, as PyTorch's); the schedules are optax's schedules.
 - Changing a seed's learning rate (or any optimizer value) never compiles again.
+- Any optax transformation a factory returns (a chain, MultiSteps around it) trains PPO and
+  DQN, keeps every wrapper's state through a checkpoint, and takes each member's learning
+  rate as data.
 - A bad choice is a message naming the field before anything compiles.
 """
 
@@ -18,7 +21,8 @@ import numpy as np
 import optax
 import pytest
 
-from rollax.agents.dqn import DQNConfig
+from _optax_factories import accumulated, clipped_adabelief
+from rollax.agents.dqn import DQNConfig, make_dqn
 from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.agents.sac import SACConfig
 from rollax.checkpoints import Checkpointer
@@ -85,6 +89,64 @@ def test_every_optimizer_trains_ppo_on_cartpole_and_resumes_bit_for_bit(name, tm
     # Untrained, the policy ends episodes after about 22 steps. When set, 4 seeds of each
     # ended at 156 to 500 (seeds 0 and 1, these: 269 to 500).
     assert returns.mean() > 150, (name, returns)
+
+
+def _resumes_bit_for_bit(agent, steps: int, tmp_path) -> object:
+    """Train ``steps`` in two halves, through a checkpoint and without; both must be equal."""
+    half, _ = agent.run(agent.init(jax.random.key(0)), steps // 2)
+    checkpoints = Checkpointer(tmp_path / "ckpt")
+    checkpoints.save(1, half, {})
+    restored, _ = checkpoints.restore(jax.eval_shape(agent.init, jax.random.key(0)))
+    resumed, _ = agent.run(restored, steps // 2)
+    whole, _ = agent.run(half, steps // 2)
+    _leaves_equal(whole, resumed)
+    return whole
+
+
+def _states_of(tree, kind) -> list:
+    """The ``kind`` nodes of an optimizer state (``optax.MultiStepsState``, ...)."""
+    return [x for x in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, kind))
+            if isinstance(x, kind)]  # fmt: skip
+
+
+@pytest.mark.parametrize("factory", [clipped_adabelief, accumulated])
+def test_any_optax_transformation_trains_ppo_and_resumes_bit_for_bit(factory, tmp_path):
+    config = SMALL.replace(optimizer=factory, learning_rate=2.5e-3)
+    agent = make_ppo(config, "CartPole-v1")
+    whole = _resumes_bit_for_bit(agent, config.total_steps, tmp_path)
+    # The factory's whole state: the wrappers' (MultiSteps' accumulated gradients) and
+    # AdaBelief's moments.
+    assert _states_of(whole.opt_state, optax.ScaleByBeliefState)
+    assert bool(_states_of(whole.opt_state, optax.MultiStepsState)) == (factory is accumulated)
+    returns = np.asarray(agent.evaluate(whole, jax.random.key(1), 16)).mean(axis=1)
+    assert returns.mean() > 150, returns
+
+
+def test_any_optax_transformation_trains_dqn_and_resumes_bit_for_bit(tmp_path):
+    config = DQNConfig(num_envs=4, learning_starts=256, batch_size=32, buffer_size=2048,
+                       hidden_sizes=(32,), total_steps=2048,
+                       optimizer="_optax_factories:accumulated")  # by its import path  # fmt: skip
+    whole = _resumes_bit_for_bit(make_dqn(config, "CartPole-v1"), config.total_steps, tmp_path)
+    (multi,) = _states_of(whole.learner.opt_state, optax.MultiStepsState)
+    assert int(multi.gradient_step[0]) > 0  # the inner optimizer stepped (the seed axis)
+
+
+def test_a_factory_s_learning_rate_is_each_member_s_own_in_one_program():
+    # Two members of one seed (a sweep over the learning rate) differ only by their rate:
+    # each trains as that rate alone does.
+    base = PPOConfig(num_envs=4, num_steps=16, hidden_sizes=(16,), total_steps=256,
+                     optimizer=clipped_adabelief)  # fmt: skip
+    swept = make_ppo(base.replace(sweep=("learning_rate=1e-3,1e-2",)), "CartPole-v1")
+    both, _ = swept.run(swept.init(jax.random.key(0)), 256)
+    np.testing.assert_allclose(both.hparams.learning_rate, [1e-3, 1e-2])
+    for member, lr in enumerate((1e-3, 1e-2)):
+        alone = make_ppo(base.replace(learning_rate=lr), "CartPole-v1")
+        one, _ = alone.run(alone.init(jax.random.key(0)), 256)
+        for a, b in zip(jax.tree.leaves(both.params), jax.tree.leaves(one.params), strict=True):
+            np.testing.assert_allclose(np.asarray(a)[member], np.asarray(b)[0], rtol=1e-4,
+                                       atol=1e-6)  # fmt: skip
+    first = jax.tree.leaves(both.params)[0]
+    assert not np.allclose(first[0], first[1])
 
 
 def _reference(name: str, lr: float) -> optax.GradientTransformation:
@@ -207,13 +269,20 @@ def test_a_seed_s_optimizer_values_change_without_compiling_again():
 
 BAD = [
     (PPOConfig(weight_decay=0.01),
-     r"PPOConfig.weight_decay=0.01 applies to the optimizers \['adamw', 'lion'\], not "
-     r"optimizer='adam'"),
+     r"PPOConfig.weight_decay=0.01 applies to the optimizers \['adamw', 'lion'\] and to "
+     r"factories that take weight_decay, not optimizer='adam'"),
     (DQNConfig(momentum=0.9),
      r"DQNConfig.momentum=0.9 applies to the optimizers \['sgd', 'rmsprop'\]"),
     (SACConfig(optimizer="adagrad"),
      r"SACConfig.optimizer must be one of \['adam', 'adamw', 'rmsprop', 'radam', 'lion', "
-     r"'sgd'\], got 'adagrad'"),
+     r"'sgd'\] or an optax GradientTransformation factory \(MODULE:NAME, e.g. "
+     r"'optax:adabelief'\), got 'adagrad'"),
+    (PPOConfig(optimizer="optax:adagrd"), r"PPOConfig.optimizer='optax:adagrd' does not import"),
+    (PPOConfig(optimizer="optax:clip_by_global_norm"),
+     r"optimizer='optax:clip_by_global_norm' takes no learning_rate: a factory is called with"),
+    (PPOConfig(optimizer="optax:adabelief", momentum=0.9),
+     r"momentum=0.9 applies to the optimizers \['sgd', 'rmsprop'\] and to factories that take "
+     r"momentum, not optimizer='optax:adabelief'"),
     (PPOConfig(lr_schedule="step"), r"PPOConfig.lr_schedule must be one of"),
     (PPOConfig(warmup_fraction=0.1),
      r"warmup_fraction=0.1 applies to lr_schedule='warmup_cosine', not 'linear'"),
@@ -228,3 +297,14 @@ BAD = [
 def test_a_bad_optimizer_choice_is_a_message(config, message):
     with pytest.raises(ValueError, match=message):
         config.validate()
+
+
+def test_a_factory_without_an_import_path_is_refused_before_a_run_starts(tmp_path):
+    from rollax.runs import RunConfig, train
+    from rollax.training import ConfigError
+
+    config = PPOConfig(optimizer=lambda learning_rate: optax.adabelief(learning_rate))
+    with pytest.raises(ConfigError, match=r"PPOConfig.optimizer=<function .*> cannot be written "
+                       r"to a run's config.json: it has no import path"):  # fmt: skip
+        train(config, RunConfig(run_dir=str(tmp_path / "run"), progress=False))
+    assert not (tmp_path / "run").exists()

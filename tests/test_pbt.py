@@ -400,6 +400,9 @@ def test_a_plain_run_replays_the_best_member_s_schedule(tmp_path):
         (PQNConfig(num_envs=4, num_steps=16, num_minibatches=1, hidden_sizes=(8,), num_seeds=4,
                    total_steps=2048), "CartPole-v1",
          ("learning_rate=1e-5,1e-2", "td_lambda=0.5,0.95")),
+        # An optax transformation of the user's (a chain inside MultiSteps), by import path.
+        (TINY.replace(num_seeds=4, total_steps=2048, optimizer="_optax_factories:accumulated"),
+         "CartPole-v1", ("learning_rate=1e-5,1e-2",)),
     ],
 )  # fmt: skip
 def test_every_agent_s_population_evolves_its_hyperparameters(tmp_path, config, env, explore):

@@ -289,6 +289,7 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
     algorithm = algorithm_for_config(config)
     config.validate()
     run_config.validate()
+    config_to_json(config)  # what config.json cannot record (a lambda) is refused here
     directory = RunDirectory(run_dir_for(run_config, algorithm))
     if directory.holds_run():
         raise ValueError(

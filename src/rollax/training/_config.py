@@ -11,6 +11,7 @@ a nested config dataclass) needs no edit here.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import types
 import typing
@@ -29,8 +30,40 @@ class ConfigError(ValueError):
 
 
 def config_to_json(config: Any) -> dict[str, Any]:
-    """A config dataclass as JSON-ready data (tuples become lists)."""
-    return dataclasses.asdict(config)
+    """A config dataclass as JSON-ready data (tuples become lists).
+
+    A function held in a field (an optimizer factory) is written as its import path
+    ``MODULE:NAME``, which reads back as the same function.
+
+    Raises:
+        ConfigError: a function that no import path reaches (a lambda, a function defined
+            inside another), naming the field.
+    """
+    data = dataclasses.asdict(config)
+    for name, value in data.items():
+        if callable(value) and not isinstance(value, type):
+            data[name] = import_path(value, f"{type(config).__name__}.{name}")
+    return data
+
+
+def import_path(fn: Callable[..., Any], where: str) -> str:
+    """``fn``'s import path ``MODULE:NAME``, checked to import as ``fn`` itself.
+
+    Raises:
+        ConfigError: no import path reaches ``fn``, naming ``where``.
+    """
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    try:
+        found = getattr(importlib.import_module(module), name) if module else None
+    except (ImportError, AttributeError):
+        found = None
+    if found is not fn:
+        raise ConfigError(
+            f"{where}={fn!r} cannot be written to a run's config.json: it has no import path "
+            "(a lambda, or a function defined inside another). Define it at the top level of "
+            "a module and give it, or its path 'MODULE:NAME'."
+        )
+    return f"{module}:{name}"
 
 
 def decode_config(cls: type[C], data: Any, where: str) -> C:

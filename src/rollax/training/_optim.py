@@ -1,17 +1,23 @@
 """The optimizer every agent names, built with optax, and the one gradient step of the layer.
 
 An agent's configuration inherits :class:`OptimizerConfig`: which optax optimizer it uses
-and how its learning rate changes over the budget. The values that may differ per seed
+(one of six shorthands, or any optax ``GradientTransformation`` factory: an import path such
+as ``"optax:adabelief"``, or in Python the function itself) and how its learning rate
+changes over the budget. The values that may differ per seed
 (learning rate, schedule, warmup, weight decay, momentum, norm bound) are data, in the
 agent's hyperparameters (:class:`OptimizerHyperParams`, which each agent's hyperparameters
 extend): the transformation is built inside the traced step from them
 (:meth:`Optimizer.transformation`), so sweeping or evolving them never recompiles. Only the
 optimizer's kind is static, since it decides the optimizer state's structure.
 
-The optimizer state holds what the stateful part of the optimizer keeps (Adam's moments,
-RMSProp's mean square, a momentum trace) and nothing else: the clipping before it and the
-weight decay and learning rate after it are stateless. So Adam's state is an
-``optax.ScaleByAdamState``, as in rollax 0.1.
+For a shorthand, the optimizer state holds what the stateful part of the optimizer keeps
+(Adam's moments, RMSProp's mean square, a momentum trace) and nothing else: the clipping
+before it and the weight decay and learning rate after it are stateless. So Adam's state is
+an ``optax.ScaleByAdamState``, as in rollax 0.1. A factory's state is all of what it returns
+keeps, every wrapper's included (``optax.chain``, ``optax.MultiSteps``): checkpoints hold it
+whole. The factory is called inside the traced step with the seed's values as float32
+arrays, as ``optax.inject_hyperparams`` would hold them: ``learning_rate`` (as scheduled),
+and ``weight_decay`` and ``momentum`` where its signature takes them.
 
 :class:`GradientStep` is the layer's part: the mean of the gradients over the seed's data
 shards, then the agent's transformation.
@@ -20,6 +26,8 @@ shards, then the agent's transformation.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -39,6 +47,7 @@ __all__ = [
     "Optimizer",
     "OptimizerConfig",
     "OptimizerHyperParams",
+    "optimizer_factory",
     "polyak",
     "schedule_multiplier",
     "stretch_schedule",
@@ -46,7 +55,10 @@ __all__ = [
 
 OptimizerName = Literal["adam", "adamw", "rmsprop", "radam", "lion", "sgd"]
 OPTIMIZERS: tuple[str, ...] = ("adam", "adamw", "rmsprop", "radam", "lion", "sgd")
-"""The optimizers an agent's configuration can name."""
+"""The optimizers an agent's configuration names by shorthand (any other is a factory)."""
+_FACTORY_VALUES = ("weight_decay", "momentum")
+"""The optimizer values a factory is given where its signature takes them (beside
+``learning_rate``, which every factory takes)."""
 ScheduleName = Literal["constant", "linear", "cosine", "warmup_cosine"]
 SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine", "warmup_cosine")
 """The learning-rate schedules, in the order of their codes in :class:`OptimizerHyperParams`."""
@@ -70,11 +82,14 @@ class OptimizerConfig:
 
     learning_rate: float = 1e-3
     """The learning rate (at the start of lr_schedule; its peak after a warmup)."""
-    optimizer: OptimizerName = "adam"
+    optimizer: OptimizerName | str = "adam"
     """The optax optimizer of every gradient step: adam, adamw (Adam with decoupled weight
     decay), rmsprop (momentum, if any, applied after the scaling, as PyTorch's), radam, lion
-    or sgd (with momentum). Their constants are optax's defaults (RMSProp's decay 0.9, with
-    eps inside the square root)."""
+    or sgd (with momentum), their constants optax's defaults (RMSProp's decay 0.9, with eps
+    inside the square root); or any optax GradientTransformation factory by import path,
+    MODULE:NAME (optax:adabelief, or a function of your own returning an optax.chain or an
+    optax.MultiSteps), called with learning_rate (and weight_decay, momentum where it takes
+    them) as per-seed data. In Python, the factory itself may be given."""
     lr_schedule: ScheduleName = "constant"
     """How the learning rate changes over total_steps: constant; linear (to zero); cosine (to
     zero); warmup_cosine (from zero linearly over warmup_fraction, then cosine to zero).
@@ -121,10 +136,12 @@ class OptimizerConfig:
             unused["max_grad_norm"] = (
                 "every member starts at 0, so no bound is compiled in; start one above 0"
             )
-        if self.optimizer not in _DECAYED:
-            unused["weight_decay"] = f"optimizer={self.optimizer!r} has none (adamw and lion do)"
-        if self.optimizer not in _MOMENTUM:
-            unused["momentum"] = f"optimizer={self.optimizer!r} has none (sgd and rmsprop do)"
+        for field, kinds in (("weight_decay", _DECAYED), ("momentum", _MOMENTUM)):
+            if not _takes(self.optimizer, field, kinds):
+                unused[field] = (
+                    f"optimizer={_name(self.optimizer)!r} has none ({' and '.join(kinds)} do, "
+                    f"and factories that take {field})"
+                )
         if not any(m.lr_schedule == "warmup_cosine" for m in members):
             unused["warmup_fraction"] = "no member's lr_schedule is warmup_cosine"
         return unused
@@ -132,10 +149,11 @@ class OptimizerConfig:
     def validate_optimizer(self) -> None:
         """Raise a ``ValueError`` naming the first optimizer field that does not fit."""
         name = type(self).__name__
-        for field, valid in (("optimizer", OPTIMIZERS), ("lr_schedule", SCHEDULES)):
-            value = getattr(self, field)
-            if value not in valid:
-                raise ValueError(f"{name}.{field} must be one of {list(valid)}, got {value!r}.")
+        optimizer_factory(self.optimizer, f"{name}.optimizer")
+        if self.lr_schedule not in SCHEDULES:
+            raise ValueError(
+                f"{name}.lr_schedule must be one of {list(SCHEDULES)}, got {self.lr_schedule!r}."
+            )
         check_fields(self, "positive", "learning_rate")
         check_fields(
             self, "non_negative", "weight_decay", "warmup_fraction", "momentum", "max_grad_norm"
@@ -143,22 +161,91 @@ class OptimizerConfig:
         if self.warmup_fraction >= 1 or self.momentum >= 1:
             field = "warmup_fraction" if self.warmup_fraction >= 1 else "momentum"
             raise ValueError(f"{name}.{field} must be below 1, got {getattr(self, field)!r}.")
-        if self.weight_decay and self.optimizer not in _DECAYED:
+        if self.weight_decay and not _takes(self.optimizer, "weight_decay", _DECAYED):
             raise ValueError(
                 f"{name}.weight_decay={self.weight_decay!r} applies to the optimizers "
-                f"{list(_DECAYED)}, not optimizer={self.optimizer!r} (set weight_decay=0, or "
+                f"{list(_DECAYED)} and to factories that take weight_decay, not "
+                f"optimizer={_name(self.optimizer)!r} (set weight_decay=0, or "
                 "optimizer='adamw')."
             )
-        if self.momentum and self.optimizer not in _MOMENTUM:
+        if self.momentum and not _takes(self.optimizer, "momentum", _MOMENTUM):
             raise ValueError(
                 f"{name}.momentum={self.momentum!r} applies to the optimizers "
-                f"{list(_MOMENTUM)}, not optimizer={self.optimizer!r} (set momentum=0)."
+                f"{list(_MOMENTUM)} and to factories that take momentum, not "
+                f"optimizer={_name(self.optimizer)!r} (set momentum=0)."
             )
         if self.warmup_fraction and self.lr_schedule != "warmup_cosine":
             raise ValueError(
                 f"{name}.warmup_fraction={self.warmup_fraction!r} applies to "
                 f"lr_schedule='warmup_cosine', not {self.lr_schedule!r}."
             )
+
+
+def optimizer_factory(optimizer: Any, where: str = "optimizer") -> Callable[..., Any] | None:
+    """The optax factory ``optimizer`` names: ``None`` for a shorthand (:data:`OPTIMIZERS`).
+
+    Args:
+        optimizer: A shorthand, an import path ``"MODULE:NAME"`` of a factory, or a factory.
+        where: The field, for messages.
+
+    Raises:
+        ValueError: neither, or a path that does not import, naming what is valid.
+    """
+    if isinstance(optimizer, str) and optimizer in OPTIMIZERS:
+        return None
+    if callable(optimizer):
+        factory = optimizer
+    elif isinstance(optimizer, str) and ":" in optimizer:
+        module, _, attribute = optimizer.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as e:
+            raise ValueError(f"{where}={optimizer!r} does not import ({e}).") from None
+    else:
+        raise ValueError(
+            f"{where} must be one of {list(OPTIMIZERS)} or an optax GradientTransformation "
+            f"factory (MODULE:NAME, e.g. 'optax:adabelief'), got {optimizer!r}."
+        )
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature to read: it must take learning_rate
+        return factory
+    if "learning_rate" not in parameters and not any(
+        p.kind is p.VAR_KEYWORD for p in parameters.values()
+    ):
+        raise ValueError(
+            f"{where}={_name(optimizer)!r} takes no learning_rate: a factory is called with "
+            "learning_rate=... (the seed's, as scheduled); wrap it, e.g. lambda "
+            "learning_rate: optax.chain(..., optax.adabelief(learning_rate))."
+        )
+    return factory
+
+
+def _name(optimizer: Any) -> str:
+    """How messages name an optimizer (a factory by its qualified name)."""
+    if callable(optimizer):
+        return f"{getattr(optimizer, '__module__', '?')}:{getattr(optimizer, '__qualname__', '?')}"
+    return str(optimizer)
+
+
+def _takes(optimizer: Any, value: str, kinds: tuple[str, ...]) -> bool:
+    """Whether ``optimizer`` uses ``value`` (a shorthand of ``kinds``, or a factory taking it)."""
+    try:
+        factory = optimizer_factory(optimizer)
+    except ValueError:
+        return False
+    if factory is None:
+        return optimizer in kinds
+    return value in _factory_values(factory)
+
+
+def _factory_values(factory: Callable[..., Any]) -> tuple[str, ...]:
+    """Which of :data:`_FACTORY_VALUES` ``factory``'s signature takes by name."""
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return ()
+    return tuple(v for v in _FACTORY_VALUES if v in parameters)
 
 
 @pytree_dataclass
@@ -248,6 +335,8 @@ def _around(
     """``before``, ``core`` and ``after`` chained, with ``core``'s state as the whole state.
 
     The others are stateless: their ``EmptyState`` would only change the state's tree.
+    ``core`` is anything with optax's ``init`` and ``update`` (a ``GradientTransformation``,
+    an ``optax.MultiSteps``).
     """
     empty = optax.EmptyState()
 
@@ -269,14 +358,16 @@ class Optimizer:
     """An agent's optimizer: its static parts; the values come with each step.
 
     Attributes:
-        kind: One of :data:`OPTIMIZERS`.
-        eps: The epsilon of Adam, AdamW, RAdam and RMSProp.
+        kind: One of :data:`OPTIMIZERS`, or the factory's name.
+        eps: The epsilon of Adam, AdamW, RAdam and RMSProp (a factory keeps its own).
         clip_value: Each gradient element is clipped to ``[-clip_value, clip_value]`` first
             (``optax.clip``; 0: off).
         bounded: Whether the step bounds the gradient's norm at all (some member starts with
             ``max_grad_norm > 0``); members at 0 are then unbounded.
         scheduled: Whether the step schedules the learning rate at all (some member's
             ``lr_schedule`` is not constant).
+        factory: The optax factory of a configuration that names one (``None`` for a
+            shorthand).
 
     Leaving out what no member uses keeps the compiled step as it was before optimizers
     became a choice, to the bit.
@@ -287,6 +378,7 @@ class Optimizer:
     clip_value: float = 0.0
     bounded: bool = True
     scheduled: bool = True
+    factory: Callable[..., Any] | None = None
 
     @classmethod
     def of(cls, config: OptimizerConfig, **static: Any) -> Optimizer:
@@ -296,9 +388,10 @@ class Optimizer:
         """
         members = config.member_configs() if hasattr(config, "member_configs") else [config]
         return cls(
-            kind=config.optimizer,
+            kind=_name(config.optimizer),
             bounded=any(m.max_grad_norm > 0 for m in members),
             scheduled=any(m.lr_schedule != "constant" for m in members),
+            factory=optimizer_factory(config.optimizer),
             **static,
         )
 
@@ -320,8 +413,20 @@ class Optimizer:
             return optax.chain(optax.scale_by_rms(decay=jnp.float32(0.9), eps=eps), trace)
         return trace  # sgd
 
+    def _built(self, learning_rate: jax.Array, values: dict[str, jax.Array]) -> Any:
+        """The factory's transformation for these values (float32 arrays)."""
+        assert self.factory is not None
+        kwargs = {k: values[k] for k in _factory_values(self.factory)}
+        with jax.numpy_dtype_promotion("standard"):  # optax mixes int32 counts and floats
+            return self.factory(learning_rate=learning_rate, **kwargs)
+
     def init(self, params: Any) -> Any:
         """The optimizer state for ``params``."""
+        if self.factory is not None:  # the values do not change the state's structure
+            zero = jnp.float32(0.0)
+            built = self._built(zero, dict.fromkeys(_FACTORY_VALUES, zero))
+            with jax.numpy_dtype_promotion("standard"):
+                return built.init(params)
         return self._core(jnp.float32(0.0)).init(params)
 
     def transformation(
@@ -339,12 +444,17 @@ class Optimizer:
         if self.bounded:  # a member at 0 is unbounded: an infinite bound leaves it as it is
             bound = jnp.where(hp.max_grad_norm > 0, hp.max_grad_norm, jnp.inf)
             before.append(optax.clip_by_global_norm(bound))
-        after = []
-        if decay and self.kind in _DECAYED:
-            after.append(optax.add_decayed_weights(hp.weight_decay))
         learning_rate = hp.learning_rate
         if self.scheduled:
             learning_rate = learning_rate * schedule_multiplier(hp, step)
+        if self.factory is not None:
+            values = {"momentum": hp.momentum, "weight_decay": hp.weight_decay}
+            if not decay:
+                values["weight_decay"] = jnp.zeros_like(hp.weight_decay)
+            return _around(before, self._built(learning_rate, values), [])
+        after = []
+        if decay and self.kind in _DECAYED:
+            after.append(optax.add_decayed_weights(hp.weight_decay))
         after.append(optax.scale_by_learning_rate(learning_rate))
         return _around(before, self._core(hp.momentum), after)
 
