@@ -3,14 +3,15 @@
 Two drivers hold what agents of a kind share. The on-policy one (PPO, PQN) owns rollouts,
 the epochs of minibatches over them and their bootstraps: an algorithm gives it an
 :class:`OnPolicyLearner` and :func:`build_onpolicy_agent` does the rest, with the fields of
-:class:`OnPolicyConfig`. The off-policy one (DQN, SAC, TD3) owns acting into a replay buffer
-and learning from it: an algorithm gives :func:`build_offpolicy_agent` an
-:class:`OffPolicyLearner`, with the fields of :class:`OffPolicyConfig`.
-:func:`with_defaults` gives a configuration subclass its own defaults for the fields it
-inherits.
+:class:`OnPolicyConfig`; its pieces (a rollout, an update, the iteration that composes them)
+are functions of :mod:`rollax.agents.onpolicy`, each callable on its own. The off-policy one
+(DQN, SAC, TD3) owns acting into a replay buffer and learning from it: an algorithm gives
+:func:`build_offpolicy_agent` an :class:`OffPolicyLearner`, with the fields of
+:class:`OffPolicyConfig`. :func:`with_defaults` gives a configuration subclass its own
+defaults for the fields it inherits.
 """
 
-from rollax.agents import dqn, ppo, pqn, sac, td3
+from rollax.agents import dqn, onpolicy, ppo, pqn, sac, td3
 from rollax.agents._offpolicy import OffPolicyLearner, OffPolicyState, build_offpolicy_agent
 from rollax.agents._offpolicy_config import (
     CorrelatedExplorationConfig,
@@ -19,6 +20,7 @@ from rollax.agents._offpolicy_config import (
 )
 from rollax.agents._onpolicy import (
     OnPolicyAgent,
+    OnPolicyDriver,
     OnPolicyLearner,
     OnPolicyState,
     Rollout,
@@ -34,6 +36,7 @@ __all__ = [
     "OffPolicyState",
     "OnPolicyAgent",
     "OnPolicyConfig",
+    "OnPolicyDriver",
     "OnPolicyLearner",
     "OnPolicyState",
     "Rollout",
@@ -41,6 +44,7 @@ __all__ = [
     "build_offpolicy_agent",
     "build_onpolicy_agent",
     "dqn",
+    "onpolicy",
     "ppo",
     "pqn",
     "sac",

@@ -25,6 +25,7 @@ over the seed's shards in the layer's one gradient step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -68,10 +69,16 @@ from rollax.types import PRNGKey
 __all__ = [
     "LAYOUT",
     "OnPolicyAgent",
+    "OnPolicyDriver",
     "OnPolicyLearner",
     "OnPolicyState",
     "Rollout",
+    "act",
     "build_onpolicy_agent",
+    "init_state",
+    "iteration",
+    "rollout",
+    "update",
 ]
 
 
@@ -216,10 +223,253 @@ class OnPolicyAgent(Agent):
             :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)`` (seed by
             seed, each seed's shards in order).
         network: The network every part of the agent calls.
+        driver: Its :class:`OnPolicyDriver`: the one-seed, one-shard pieces
+            (:func:`rollout`, :func:`update`, :func:`iteration`) take it first.
     """
 
     collect: Any = None
     network: Any = None
+    driver: Any = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OnPolicyDriver:
+    """What an on-policy agent's pieces close over: its static parts, for one seed on one shard.
+
+    :func:`init_state`, :func:`rollout`, :func:`update`, :func:`iteration` and :func:`act`
+    take it first; each can be called (and jitted) on its own with a one-seed, one-shard
+    :class:`OnPolicyState` (no seed or shard axis).
+
+    Attributes:
+        config: The algorithm's configuration.
+        env: One shard's environments (``E = num_envs // num_shards``).
+        learner: The algorithm's own part.
+        gradient_step: The layer's gradient step (the mean over the seed's shards).
+        stats_mean: The layer's mean over the seed's shards for observation statistics
+            (``None`` with one shard).
+        num_shards: The seed's shards.
+    """
+
+    config: OnPolicyConfig
+    env: VecEnv
+    learner: OnPolicyLearner
+    gradient_step: GradientStep = dataclasses.field(default_factory=GradientStep)
+    stats_mean: Callable[[Any], Any] | None = None
+    num_shards: int = 1
+
+    @functools.cached_property
+    def recurrent(self) -> bool:
+        """Whether the network has a carry (its loss replays sequences)."""
+        network = self.learner.network
+        return bool(jax.tree.leaves(jax.eval_shape(lambda: network.initial_carry(1))))
+
+    @property
+    def augment(self) -> bool:
+        """Whether the loss shifts its images (``augment_pixels`` with image observations)."""
+        spec = self.learner.obs_spec
+        image_keys = [k for k in (spec if isinstance(spec, dict) else {}) if is_image_key(k)]
+        return self.config.augment_pixels and bool(image_keys)
+
+    def observe(self, stats: Any, obs: Any) -> Any:
+        """Observations as the network sees them (normalized where the config says)."""
+        return normalize_observation(stats, obs) if self.config.normalize_obs else obs
+
+
+def init_state(
+    driver: OnPolicyDriver, key: PRNGKey, start: ShardStart, hparams: Any
+) -> OnPolicyState:
+    """One shard's state from the seed's ``key``, the shard's start and the hyperparameters."""
+    learner, network, n = driver.learner, driver.learner.network, driver.env.num_envs
+    example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), learner.obs_spec)
+    params = network.init(key, example)
+    return OnPolicyState(
+        params=params,
+        opt_state=learner.optimizer.init(params),
+        obs_stats=observation_stats(learner.obs_spec),
+        hparams=hparams,
+        env_state=start.env_state,
+        obs=start.obs,
+        first=jnp.ones(n, jnp.bool_),
+        carry=network.initial_carry(n),
+        key=start.key,
+        env_params=start.env_params,
+        env_steps=jnp.zeros((), jnp.int32),
+        updates=jnp.zeros((), jnp.int32),
+    )
+
+
+def rollout(driver: OnPolicyDriver, state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
+    """``num_steps`` steps of the shard's environments: a :class:`Rollout`, leaves ``(T, E, ...)``.
+
+    The state comes back with its environments, observations, carry and key advanced.
+    """
+    env, learner, network = driver.env, driver.learner, driver.learner.network
+    n, observe = env.num_envs, driver.observe
+
+    def step_env(carry: tuple, _: None) -> tuple:
+        env_state, obs, first, net_carry, key = carry
+        key, action_key = jax.random.split(key)
+        carry_before = net_carry
+        net_carry, *outputs = network.apply(
+            state.params, observe(state.obs_stats, obs), net_carry, first
+        )
+        action, extras = learner.explore(state, tuple(outputs), action_key)
+        env_state, ts = env.step(env_state, action.astype(env.action_space.dtype), state.env_params)
+        # Values of final observations, needed only where an episode ended (elsewhere the
+        # next step's value is the successor's), with the carry of the episode that ended
+        # (the final observation continues it: no reset): computed only on steps where one did.
+        final_value = at_most_once(
+            ts.done.any(),
+            lambda _: learner.value(
+                network.apply(
+                    state.params,
+                    observe(state.obs_stats, ts.final_obs),
+                    net_carry,
+                    jnp.zeros_like(first),
+                )[1:]
+            ),
+            jnp.zeros(n, jnp.float32),
+        )
+        record = Rollout(
+            obs=obs,
+            first=first,
+            action=action,
+            value=learner.value(tuple(outputs)),
+            reward=ts.reward,
+            terminated=ts.terminated,
+            truncated=ts.truncated,
+            next_value=final_value,
+            episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
+            carry=carry_before if driver.recurrent else (),
+            extras=extras,
+        )
+        return (env_state, ts.obs, ts.done, net_carry, key), record
+
+    start = (state.env_state, state.obs, state.first, state.carry, state.key)
+    steps = driver.config.num_steps
+    (env_state, obs, first, net_carry, key), records = jax.lax.scan(step_env, start, None, steps)
+    # The successor of step t is step t + 1's observation unless an episode ended there.
+    last = network.apply(state.params, observe(state.obs_stats, obs), net_carry, first)
+    following = jnp.concatenate([records.value[1:], learner.value(last[1:])[None]])
+    done = records.terminated | records.truncated
+    records = records._replace(next_value=jnp.where(done, records.next_value, following))
+    state = state.replace(env_state=env_state, obs=obs, first=first, carry=net_carry, key=key)
+    return state, records
+
+
+def _loss(
+    driver: OnPolicyDriver, params: Any, hp: Any, stats: Any, mb: Sequences, key: PRNGKey | None
+) -> tuple:
+    """The learner's loss on a minibatch, replayed from its stored carries.
+
+    With a ``key``, every image is shifted first (DrQ's augmentation).
+    """
+    shift = None
+    if key is not None:
+        shift = lambda obs: random_shift(key, obs, driver.config.shift_pad)  # noqa: E731
+    outputs = replay(
+        driver.learner.network, params, mb, lambda obs: driver.observe(stats, obs), shift
+    )
+    return driver.learner.loss(hp, outputs, mb.steps[2:])
+
+
+def _minibatches(driver: OnPolicyDriver, steps: tuple, data: Rollout) -> Callable:
+    """``key -> Sequences``: one epoch's shuffled minibatches of a rollout's ``steps``.
+
+    Single transitions, or for a recurrent network sequences of ``chunk_length`` steps with
+    their stored carries (and burn-in).
+    """
+    config, n, t = driver.config, driver.env.num_envs, driver.config.num_steps
+    if driver.recurrent:
+        chunk = config.chunk_length or config.num_steps
+        sequences = rollout_sequences(
+            steps, data.obs, data.carry, data.first, chunk, config.burn_in
+        )
+        return lambda key: shuffled_sequences(key, sequences, config.num_minibatches)
+    batch = jax.tree.map(lambda x: x.reshape(n * t, *x.shape[2:]), steps)
+    return lambda key: Sequences(shuffled_samples(key, batch, config.num_minibatches), carry=())
+
+
+def update(
+    driver: OnPolicyDriver, state: OnPolicyState, data: Rollout, key: PRNGKey
+) -> tuple[Any, Any, tuple]:
+    """The seed's update from this shard's rollout (leaves ``(T, E, ...)``).
+
+    ``num_epochs`` passes of ``num_minibatches`` shuffled minibatches, each a gradient step
+    of the learner's loss. Returns the new ``(params, opt_state)`` and the mean of each of
+    the learner's metrics.
+    """
+    config, learner, hp = driver.config, driver.learner, state.hparams
+    cut = _minibatches(driver, (data.obs, data.first, *learner.targets(hp, data)), data)
+    transformation = learner.optimizer.transformation(hp, state.updates)
+
+    def epoch(carry: tuple, key: PRNGKey) -> tuple:
+        if driver.augment:
+            key, aug_key = jax.random.split(key)
+            aug_keys = jax.random.split(aug_key, config.num_minibatches)
+        else:
+            aug_keys = None
+
+        def minibatch(carry: tuple, xs: tuple) -> tuple:
+            params, opt_state = carry
+            mb, aug = xs
+            grads, aux = jax.grad(functools.partial(_loss, driver), has_aux=True)(
+                params, hp, state.obs_stats, mb, aug
+            )
+            params, opt_state = driver.gradient_step(transformation, params, opt_state, grads)
+            return (params, opt_state), aux
+
+        return jax.lax.scan(minibatch, carry, (cut(key), aug_keys))
+
+    (params, opt_state), aux = jax.lax.scan(
+        epoch, (state.params, state.opt_state), jax.random.split(key, config.num_epochs)
+    )
+    return params, opt_state, jax.tree.map(jnp.mean, aux)
+
+
+def iteration(
+    driver: OnPolicyDriver, state: OnPolicyState
+) -> tuple[OnPolicyState, dict[str, jax.Array]]:
+    """One rollout and the update from it: the loop's step (see :class:`AgentPieces`)."""
+    config = driver.config
+    state, data = rollout(driver, state)
+    key, update_key = jax.random.split(state.key)
+    params, opt_state, aux = update(driver, state, data, update_key)
+    stats = state.obs_stats
+    if config.normalize_obs:
+        stats = update_observation_stats(stats, data.obs, driver.stats_mean, driver.num_shards)
+    finished = ~jnp.isnan(data.episode_return)
+    metrics = {
+        "episodes": finished.sum(dtype=jnp.int32),
+        "return_sum": jnp.where(finished, data.episode_return, 0.0).sum(),
+        **dict(zip(driver.learner.metric_names, aux, strict=True)),
+    }
+    state = state.replace(
+        params=params,
+        opt_state=opt_state,
+        obs_stats=stats,
+        key=key,
+        env_steps=state.env_steps + config.batch_size,
+        updates=state.updates + 1,
+    )
+    return state, metrics
+
+
+def act(
+    driver: OnPolicyDriver,
+    state: OnPolicyState,
+    obs: Any,
+    carry: Any,
+    first: jax.Array,
+    key: PRNGKey,
+    deterministic: bool,
+) -> tuple[jax.Array, Any]:
+    """One seed's actions for observations ``(B, *obs_shape)``, and the next carry."""
+    network = driver.learner.network
+    carry, *outputs = network.apply(
+        state.params, driver.observe(state.obs_stats, obs), carry, first
+    )
+    return driver.learner.act(state, tuple(outputs), key, deterministic), carry
 
 
 def build_onpolicy_agent(
@@ -231,6 +481,9 @@ def build_onpolicy_agent(
 ) -> OnPolicyAgent:
     """Compose a learner into an on-policy agent (see the module's docstring).
 
+    The pieces are this module's functions on an :class:`OnPolicyDriver`; the layer maps them
+    over seeds and shards.
+
     Args:
         name: The algorithm's registered name.
         config: Its configuration, validated.
@@ -239,170 +492,10 @@ def build_onpolicy_agent(
         agent_type: The agent class to build (an :class:`OnPolicyAgent`).
     """
     layout = layout_for(config)
-    network = learner.network
-    recurrent = bool(jax.tree.leaves(jax.eval_shape(lambda: network.initial_carry(1))))
-    chunk = config.chunk_length or config.num_steps
-    spec = learner.obs_spec
-    image_keys = tuple(k for k in (spec if isinstance(spec, dict) else {}) if is_image_key(k))
-    n, t = env.num_envs, config.num_steps  # one shard's environments, steps per rollout
-    augment = config.augment_pixels and bool(image_keys)
-    step = GradientStep(mean=layout.mean)
-
-    def observe(stats: Any, obs: Any) -> Any:
-        return normalize_observation(stats, obs) if config.normalize_obs else obs
-
-    def init(key: PRNGKey, start: ShardStart, hparams: Any) -> OnPolicyState:
-        example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), spec)
-        params = network.init(key, example)
-        return OnPolicyState(
-            params=params,
-            opt_state=learner.optimizer.init(params),
-            obs_stats=observation_stats(spec),
-            hparams=hparams,
-            env_state=start.env_state,
-            obs=start.obs,
-            first=jnp.ones(n, jnp.bool_),
-            carry=network.initial_carry(n),
-            key=start.key,
-            env_params=start.env_params,
-            env_steps=jnp.zeros((), jnp.int32),
-            updates=jnp.zeros((), jnp.int32),
-        )
-
-    def rollout(state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
-        """One shard's rollout: leaves ``(T, E, ...)``."""
-
-        def step_env(carry: tuple, _: None) -> tuple:
-            env_state, obs, first, net_carry, key = carry
-            key, action_key = jax.random.split(key)
-            carry_before = net_carry
-            net_carry, *outputs = network.apply(
-                state.params, observe(state.obs_stats, obs), net_carry, first
-            )
-            action, extras = learner.explore(state, tuple(outputs), action_key)
-            env_state, ts = env.step(
-                env_state, action.astype(env.action_space.dtype), state.env_params
-            )
-            # Values of final observations, needed only where an episode ended (elsewhere
-            # the next step's value is the successor's), with the carry of the episode that
-            # ended (the final observation continues it: no reset): computed only on steps
-            # where one did.
-            final_value = at_most_once(
-                ts.done.any(),
-                lambda _: learner.value(
-                    network.apply(
-                        state.params,
-                        observe(state.obs_stats, ts.final_obs),
-                        net_carry,
-                        jnp.zeros_like(first),
-                    )[1:]
-                ),
-                jnp.zeros(n, jnp.float32),
-            )
-            record = Rollout(
-                obs=obs,
-                first=first,
-                action=action,
-                value=learner.value(tuple(outputs)),
-                reward=ts.reward,
-                terminated=ts.terminated,
-                truncated=ts.truncated,
-                next_value=final_value,
-                episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
-                carry=carry_before if recurrent else (),
-                extras=extras,
-            )
-            return (env_state, ts.obs, ts.done, net_carry, key), record
-
-        start = (state.env_state, state.obs, state.first, state.carry, state.key)
-        (env_state, obs, first, net_carry, key), records = jax.lax.scan(step_env, start, None, t)
-        # The successor of step t is step t + 1's observation unless an episode ended there.
-        last = network.apply(state.params, observe(state.obs_stats, obs), net_carry, first)
-        following = jnp.concatenate([records.value[1:], learner.value(last[1:])[None]])
-        done = records.terminated | records.truncated
-        records = records._replace(next_value=jnp.where(done, records.next_value, following))
-        state = state.replace(env_state=env_state, obs=obs, first=first, carry=net_carry, key=key)
-        return state, records
-
-    def loss_fn(params: Any, hp: Any, stats: Any, mb: Sequences, key: PRNGKey | None) -> tuple:
-        shift = None  # augment_pixels: DrQ's random shift of every image
-        if key is not None:
-            shift = lambda obs: random_shift(key, obs, config.shift_pad)  # noqa: E731
-        outputs = replay(network, params, mb, lambda obs: observe(stats, obs), shift)
-        return learner.loss(hp, outputs, mb.steps[2:])
-
-    def update(state: OnPolicyState, data: Rollout, key: PRNGKey) -> tuple:
-        """The seed's update from this shard's rollout (leaves ``(T, E, ...)``)."""
-        hp = state.hparams
-        steps = (data.obs, data.first, *learner.targets(hp, data))
-        if recurrent:  # sequences of chunk steps from their stored carries
-            sequences = rollout_sequences(
-                steps, data.obs, data.carry, data.first, chunk, config.burn_in
-            )
-            cut = lambda key: shuffled_sequences(key, sequences, config.num_minibatches)  # noqa: E731
-        else:
-            batch = jax.tree.map(lambda x: x.reshape(n * t, *x.shape[2:]), steps)
-            cut = lambda key: Sequences(  # noqa: E731
-                shuffled_samples(key, batch, config.num_minibatches), carry=()
-            )
-        transformation = learner.optimizer.transformation(hp, state.updates)
-
-        def epoch(carry: tuple, key: PRNGKey) -> tuple:
-            if augment:
-                key, aug_key = jax.random.split(key)
-                aug_keys = jax.random.split(aug_key, config.num_minibatches)
-            else:
-                aug_keys = None
-            minibatches = cut(key)
-
-            def minibatch(carry: tuple, xs: tuple) -> tuple:
-                params, opt_state = carry
-                mb, aug = xs
-                grads, aux = jax.grad(loss_fn, has_aux=True)(params, hp, state.obs_stats, mb, aug)
-                params, opt_state = step(transformation, params, opt_state, grads)
-                return (params, opt_state), aux
-
-            return jax.lax.scan(minibatch, carry, (minibatches, aug_keys))
-
-        (params, opt_state), aux = jax.lax.scan(
-            epoch, (state.params, state.opt_state), jax.random.split(key, config.num_epochs)
-        )
-        return params, opt_state, jax.tree.map(jnp.mean, aux)
-
-    def iteration(state: OnPolicyState) -> tuple[OnPolicyState, dict[str, jax.Array]]:
-        state, data = rollout(state)
-        key, update_key = jax.random.split(state.key)
-        params, opt_state, aux = update(state, data, update_key)
-        stats = state.obs_stats
-        if config.normalize_obs:
-            stats = update_observation_stats(stats, data.obs, layout.shard_mean, layout.num_shards)
-        finished = ~jnp.isnan(data.episode_return)
-        metrics = {
-            "episodes": finished.sum(dtype=jnp.int32),
-            "return_sum": jnp.where(finished, data.episode_return, 0.0).sum(),
-            **dict(zip(learner.metric_names, aux, strict=True)),
-        }
-        state = state.replace(
-            params=params,
-            opt_state=opt_state,
-            obs_stats=stats,
-            key=key,
-            env_steps=state.env_steps + config.batch_size,
-            updates=state.updates + 1,
-        )
-        return state, metrics
-
-    def act(
-        state: OnPolicyState,
-        obs: Any,
-        carry: Any,
-        first: jax.Array,
-        key: PRNGKey,
-        deterministic: bool,
-    ) -> tuple[jax.Array, Any]:
-        """One seed's actions for observations ``(B, *obs_shape)``."""
-        carry, *outputs = network.apply(state.params, observe(state.obs_stats, obs), carry, first)
-        return learner.act(state, tuple(outputs), key, deterministic), carry
+    driver = OnPolicyDriver(
+        config, env, learner, GradientStep(mean=layout.mean), layout.shard_mean, layout.num_shards
+    )
+    network, t = learner.network, config.num_steps
 
     def with_budget(state: OnPolicyState, total_steps: int) -> OnPolicyState:
         """Stretch the schedules to a new budget (every member's)."""
@@ -418,18 +511,22 @@ def build_onpolicy_agent(
         AgentPieces(
             state_layout=LAYOUT,
             hyperparams=learner.hyperparams,
-            init=init,
-            iteration=iteration,
+            init=functools.partial(init_state, driver),
+            iteration=functools.partial(iteration, driver),
             steps_per_iteration=config.batch_size,
             unit_name="rollouts of num_envs * num_steps",
             metric_names=learner.metric_names,
-            policy=Policy(init_carry=lambda state, batch: network.initial_carry(batch), act=act),
+            policy=Policy(
+                init_carry=lambda state, batch: network.initial_carry(batch),
+                act=functools.partial(act, driver),
+            ),
             with_budget=with_budget,
-            # LLVM level 1 on the CPU: less compile work, as fast to run (Getting started).
-            run_cpu_level=1,
+            run_cpu_level=1,  # LLVM level 1 on the CPU: less compile work, as fast to run
         ),
     )
-    every_shard = layout.on_every_shard(rollout, LAYOUT, env, config.num_envs)
+    every_shard = layout.on_every_shard(
+        functools.partial(rollout, driver), LAYOUT, env, config.num_envs
+    )
 
     def collect(state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
         """One rollout of every seed's shards, without an update."""
@@ -440,4 +537,4 @@ def build_onpolicy_agent(
         )
         return state, records
 
-    return agent_type(**vars(agent), collect=jax.jit(collect), network=network)
+    return agent_type(**vars(agent), collect=jax.jit(collect), network=network, driver=driver)

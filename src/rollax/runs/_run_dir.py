@@ -142,7 +142,7 @@ class RunDirectory:
         """Write ``config.json`` atomically.
 
         A new run directory appears with its ``config.json`` in one step
-        (:func:`rollax._files.create_directory`): a kill leaves no directory, or one that
+        (``rollax._files.create_directory``): a kill leaves no directory, or one that
         ``resume`` continues.
         """
         data = json.dumps(config, indent=2).encode()
