@@ -206,3 +206,37 @@ def test_checkpoints_can_leave_the_buffer_out_and_resume_refills_it(tmp_path):
     # steps of 4 environments, the last of which learns once.
     resumed, _ = agent.run(restored, 200)
     assert int(resumed.updates) == int(state.updates) + 1
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_acting_and_learning_called_apart_make_the_loop_s_iteration(prioritized):
+    # The off-policy driver's pieces on one seed's shard: train_every steps of acting and
+    # storing, then a learning phase from the replay, are the loop's iteration. Keys,
+    # environments and the replay (priorities too) agree to the bit; the learner's
+    # parameters to a float's last bit (each program is fused its own way by XLA).
+    from _shards import assert_same_bits, one_shard
+    from rollax._compile import FastCompile
+    from rollax.agents import offpolicy
+    from rollax.agents._offpolicy import LAYOUT
+
+    config = DQNConfig(num_envs=4, train_every=2, gradient_steps=3, learning_starts=8,
+                       batch_size=8, buffer_size=256, hidden_sizes=(16,),
+                       prioritized=prioritized)  # fmt: skip
+    agent = make_dqn(config, "CartPole-v1")
+    start = agent.init(jax.random.key(0))
+
+    def apart(state):
+        for _ in range(config.train_every):
+            state, _ = offpolicy.act_and_store(agent.driver, state)
+        learner, replay, key, metrics = offpolicy.learn_from_replay(agent.driver, state)
+        return state.replace(learner=learner, buffer=replay, key=key), metrics
+
+    state, metrics = FastCompile(apart, 1)(one_shard(start, LAYOUT))
+    looped, _ = agent.run(start, config.steps_per_iteration)
+    expected = one_shard(looped, LAYOUT)
+    assert_same_bits((state.key, state.env_state, state.obs, state.buffer),
+                     (expected.key, expected.env_state, expected.obs, expected.buffer))  # fmt: skip
+    assert_same_bits(state.learner.params, expected.learner.params, rtol=1e-5, atol=1e-7)
+    assert set(metrics) == set(agent.metric_names)
+    assert not np.allclose(jax.tree.leaves(state.learner.params)[0],
+                           jax.tree.leaves(one_shard(start, LAYOUT).learner.params)[0])  # fmt: skip

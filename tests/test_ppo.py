@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import rollax
+from _shards import assert_same_bits, one_shard
 from rollax.agents.ppo import PRESETS, PPOConfig, make_ppo
 from rollax.networks import ActorCritic
 
@@ -253,26 +254,6 @@ def test_ppo_loss_against_hand_computed_values():
     np.testing.assert_allclose(normalized.policy_loss, -0.2, rtol=1e-6)
 
 
-def _one_shard(state, layout):
-    """One seed's state on one shard: the state's seed and shard axes taken away."""
-    from rollax.training import SEED, SHARD
-
-    cut = {SEED: lambda x: x[0], SHARD: lambda x: x[0, 0]}
-    return jax.tree.map(
-        lambda tag, part: jax.tree.map(cut[tag], part) if tag in cut else part, layout, state
-    )
-
-
-def _assert_same_bits(got, want, **tolerance) -> None:
-    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
-            a, b = jax.random.key_data(a), jax.random.key_data(b)
-        if tolerance:
-            np.testing.assert_allclose(a, b, **tolerance)
-        else:
-            np.testing.assert_array_equal(a, b)
-
-
 @pytest.mark.parametrize("recurrent", ["none", "gru"])
 def test_the_rollout_and_the_update_called_apart_make_the_loop_s_iteration(recurrent):
     # The driver's pieces on one seed's shard: a rollout, then the update from it, are the
@@ -288,7 +269,7 @@ def test_the_rollout_and_the_update_called_apart_make_the_loop_s_iteration(recur
     env_id = "CartPole-v1" if recurrent == "none" else "StatelessCartPole-v1"
     agent = make_ppo(config, env_id)
     start = agent.init(jax.random.key(0))
-    one = _one_shard(start, LAYOUT)
+    one = one_shard(start, LAYOUT)
 
     def apart(one):
         state, data = onpolicy.rollout(agent.driver, one)
@@ -300,9 +281,9 @@ def test_the_rollout_and_the_update_called_apart_make_the_loop_s_iteration(recur
     assert data.reward.shape == (config.num_steps, config.num_envs)
     assert len(metrics) == len(agent.metric_names)
     looped, _ = agent.run(start, config.batch_size)
-    expected = _one_shard(looped, LAYOUT)
-    _assert_same_bits((state.key, state.obs, state.env_state),
+    expected = one_shard(looped, LAYOUT)
+    assert_same_bits((state.key, state.obs, state.env_state),
                       (expected.key, expected.obs, expected.env_state))  # fmt: skip
     learned = lambda s: (s.params, s.opt_state)  # noqa: E731
-    _assert_same_bits(learned(state), learned(expected), rtol=1e-5, atol=1e-7)
+    assert_same_bits(learned(state), learned(expected), rtol=1e-5, atol=1e-7)
     assert not np.allclose(jax.tree.leaves(state.params)[0], jax.tree.leaves(one.params)[0])

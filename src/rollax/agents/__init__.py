@@ -7,12 +7,18 @@ the epochs of minibatches over them and their bootstraps: an algorithm gives it 
 are functions of :mod:`rollax.agents.onpolicy`, each callable on its own. The off-policy one
 (DQN, SAC, TD3) owns acting into a replay buffer and learning from it: an algorithm gives
 :func:`build_offpolicy_agent` an :class:`OffPolicyLearner`, with the fields of
-:class:`OffPolicyConfig`. :func:`with_defaults` gives a configuration subclass its own
-defaults for the fields it inherits.
+:class:`OffPolicyConfig`; its pieces (acting and storing, learning from the replay, the
+iteration) are functions of :mod:`rollax.agents.offpolicy`. :func:`with_defaults` gives a
+configuration subclass its own defaults for the fields it inherits.
 """
 
-from rollax.agents import dqn, onpolicy, ppo, pqn, sac, td3
-from rollax.agents._offpolicy import OffPolicyLearner, OffPolicyState, build_offpolicy_agent
+from rollax.agents import dqn, offpolicy, onpolicy, ppo, pqn, sac, td3
+from rollax.agents._offpolicy import (
+    OffPolicyDriver,
+    OffPolicyLearner,
+    OffPolicyState,
+    build_offpolicy_agent,
+)
 from rollax.agents._offpolicy_config import (
     CorrelatedExplorationConfig,
     OffPolicyConfig,
@@ -32,6 +38,7 @@ from rollax.training import with_defaults
 __all__ = [
     "CorrelatedExplorationConfig",
     "OffPolicyConfig",
+    "OffPolicyDriver",
     "OffPolicyLearner",
     "OffPolicyState",
     "OnPolicyAgent",
@@ -44,6 +51,7 @@ __all__ = [
     "build_offpolicy_agent",
     "build_onpolicy_agent",
     "dqn",
+    "offpolicy",
     "onpolicy",
     "ppo",
     "pqn",

@@ -7,12 +7,14 @@ its network at an episode's start. This module supplies the rest:
 
 - :class:`OffPolicyState`: the learner with the replay buffer, observation statistics,
   environments, keys and counters.
-- :func:`make_offpolicy_iteration`: one iteration steps every environment
-  ``train_every`` times with the learner's ``act``, stores each transition with its true
-  successor (``final_obs`` at an episode end), and then, once ``learning_starts``
-  transitions per seed are stored, takes ``gradient_steps`` gradient steps, each on a batch
-  of windows of ``replay_length`` consecutive transitions (``n_step``; a recurrent learner's
-  sequences), with priorities updated when prioritized.
+- The pieces, functions of an :class:`OffPolicyDriver` (its static parts), each callable
+  on its own: :func:`act_and_store` steps every environment once with the learner's
+  ``act`` and stores each transition with its true successor (``final_obs`` at an episode
+  end); :func:`learn_from_replay` takes ``gradient_steps`` gradient steps, each on a batch
+  of windows of ``replay_length`` consecutive transitions (``n_step``; a recurrent
+  learner's sequences), with priorities updated when prioritized; :func:`iteration` acts
+  ``train_every`` times, then learns once ``learning_starts`` transitions per seed are
+  stored.
 
 A recurrent learner's carry is threaded through acting like the environments' state: it
 starts fresh where ``first`` marks an episode's first observation, and every stored
@@ -31,6 +33,7 @@ windows learners read) is ``rollax.agents._replay``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,8 +75,11 @@ __all__ = [
     "build_offpolicy_agent",
     "feedforward_act",
     "feedforward_policy_act",
+    "OffPolicyDriver",
+    "act_and_store",
     "init_offpolicy_state",
-    "make_offpolicy_iteration",
+    "iteration",
+    "learn_from_replay",
     "observe_for_policy",
 ]
 
@@ -247,19 +253,15 @@ def init_offpolicy_state(
     )
 
 
-def make_offpolicy_iteration(
-    config: Any,
-    layout: Layout,
-    env: VecEnv,
-    buffer: SequenceBuffer,
-    act: Callable[..., tuple[jax.Array, Any]],
-    learn: Callable[..., tuple[Any, dict[str, jax.Array], jax.Array]],
-    metric_names: Sequence[str],
-    importance_exponent: Callable[[Any], jax.Array] | None = None,
-) -> Callable[[OffPolicyState], tuple[OffPolicyState, dict[str, jax.Array]]]:
-    """One iteration of an off-policy agent on one shard, for ``build_agent``.
+@dataclasses.dataclass(frozen=True, eq=False)
+class OffPolicyDriver:
+    """What an off-policy agent's pieces close over: its static parts, for one seed on one shard.
 
-    Args:
+    :func:`act_and_store`, :func:`learn_from_replay` and :func:`iteration` take it first;
+    each can be called (and jitted) on its own with a one-seed, one-shard
+    :class:`OffPolicyState` (no seed or shard axis).
+
+    Attributes:
         config: The agent's configuration, with the fields every off-policy config has:
             ``num_envs``, ``num_shards``, ``train_every`` (vectorized steps per iteration,
             before its learning phase), ``gradient_steps`` (in each learning phase),
@@ -268,132 +270,158 @@ def make_offpolicy_iteration(
             ``buffer_size`` and ``normalize_obs`` (normalize vector observations with
             running statistics updated from every collected observation; the buffer keeps
             raw observations).
-        layout: The run's layout (the statistics average over the seed's shards).
         env: One shard's batch.
-        buffer: The shard's replay (:func:`replay_buffer`).
-        act: ``(learner, explore, obs, carry, first, key, env_steps) -> (action, explore,
-            carry)``: ``obs`` leaves ``(E, ...)`` (normalized if asked), ``first`` bool
-            ``(E,)`` (the observation opens an episode), ``carry`` the learner's carry
-            (``()`` for a feed-forward learner), ``env_steps`` int32 ``()``.
-        learn: ``(learner, batch, weight, key) -> (learner, metrics)``, and with prioritized
-            replay ``-> (learner, metrics, priority)``: ``batch`` a :class:`Transition` with
-            leaves ``(batch_size / num_shards, replay_length, ...)`` (observations
-            normalized if asked; with ``first`` and ``carry`` for a recurrent learner),
-            ``weight`` float32 importance weights (ones without prioritized replay),
-            ``metrics`` a dict of float32 scalars, ``priority`` float32 new priorities (asked
-            for only when the replay is prioritized). Its gradient step averages over the
-            shards.
-        metric_names: The names of ``learn``'s metrics (zeros while learning waits).
-        importance_exponent: ``learner -> beta`` for prioritized sampling (its
-            hyperparameter); ``None`` for uniform replay.
-
-    Returns:
-        ``iteration(state) -> (state, metrics)``: this shard's ``episodes`` and
-        ``return_sum``, the learner's means over the gradient steps, and ``learned``.
+        buffer: The shard's replay (``replay_buffer(config)``).
+        learner: The algorithm's own part (:class:`OffPolicyLearner`): its ``act``,
+            ``learn``, ``metric_names`` and ``importance_exponent``.
+        stats_mean: The layer's mean over the seed's shards for observation statistics
+            (``None`` with one shard).
+        num_shards: The seed's shards.
     """
-    train_every, gradient_steps = config.train_every, config.gradient_steps
+
+    config: Any
+    env: VecEnv
+    buffer: SequenceBuffer
+    learner: OffPolicyLearner
+    stats_mean: Callable[[Any], Any] | None = None
+    num_shards: int = 1
+
+    def observe(self, stats: Any, obs: Any) -> Any:
+        """Observations as the learner sees them (normalized where the config says)."""
+        return normalize_observation(stats, obs) if self.config.normalize_obs else obs
+
+
+def act_and_store(
+    driver: OffPolicyDriver, state: OffPolicyState
+) -> tuple[OffPolicyState, tuple[jax.Array, jax.Array]]:
+    """One vectorized step: act with the learner's ``act``, step, store the transitions.
+
+    Returns the state and the step's ended episodes and the sum of their returns.
+    """
+    config, env, learner = driver.config, driver.env, driver.learner
+    key, act_key = jax.random.split(state.key)
+    seen = driver.observe(state.obs_stats, state.obs)
+    action, explore, carry = learner.act(
+        state.learner, state.explore, seen, state.carry, state.first, act_key, state.env_steps
+    )
+    env_state, ts = env.step(
+        state.env_state, action.astype(env.action_space.dtype), state.env_params
+    )
+    # A recurrent learner replays from the carry that met this observation.
+    memory = {"first": state.first, "carry": state.carry} if jax.tree.leaves(carry) else {}
+    transition = Transition(
+        obs=state.obs,
+        action=action,
+        reward=ts.reward,
+        terminated=ts.terminated,
+        truncated=ts.truncated,
+        next_obs=ts.final_obs,
+        **memory,
+    )
+    stats = state.obs_stats
+    if config.normalize_obs:
+        stats = update_observation_stats(stats, state.obs, driver.stats_mean, driver.num_shards)
+    episodes = (
+        ts.done.sum(dtype=jnp.int32),
+        jnp.where(ts.done, ts.info["episode_return"], 0.0).sum(),
+    )
+    state = state.replace(
+        explore=explore,
+        buffer=driver.buffer.add(state.buffer, transition),
+        obs_stats=stats,
+        env_state=env_state,
+        obs=ts.obs,
+        first=ts.done,
+        carry=carry,
+        key=key,
+        env_steps=state.env_steps + config.num_envs,
+    )
+    return state, episodes
+
+
+def learn_from_replay(
+    driver: OffPolicyDriver, state: OffPolicyState
+) -> tuple[Any, BufferState, PRNGKey, dict[str, jax.Array]]:
+    """``gradient_steps`` steps of the learner's ``learn``, each on a sample of the replay.
+
+    Returns the learner, the replay (its priorities updated where prioritized), the state's
+    next key and the mean of each metric over the steps.
+    """
+    config, buffer, learner = driver.config, driver.buffer, driver.learner
     shard_batch = config.batch_size // config.num_shards
-    normalize_obs = config.normalize_obs
-    per_iteration = config.num_envs * train_every
+    key, learn_key = jax.random.split(state.key)
 
-    def observe(stats: Any, obs: Any) -> Any:
-        return normalize_observation(stats, obs) if normalize_obs else obs
-
-    def env_step(state: OffPolicyState, _: None) -> tuple[OffPolicyState, tuple]:
-        key, act_key = jax.random.split(state.key)
-        seen = observe(state.obs_stats, state.obs)
-        action, explore, carry = act(
-            state.learner, state.explore, seen, state.carry, state.first, act_key,
-            state.env_steps,
-        )  # fmt: skip
-        env_state, ts = env.step(
-            state.env_state, action.astype(env.action_space.dtype), state.env_params
+    def gradient_step(carry: tuple, key: PRNGKey) -> tuple:
+        seed_learner, replay = carry
+        k_sample, k_learn = jax.random.split(key)
+        exponent = learner.importance_exponent
+        beta = 1.0 if exponent is None else exponent(seed_learner)
+        sample = buffer.sample(replay, k_sample, shard_batch, beta)
+        batch = sample.item.replace(
+            obs=driver.observe(state.obs_stats, sample.item.obs),
+            next_obs=driver.observe(state.obs_stats, sample.item.next_obs),
         )
-        # A recurrent learner replays from the carry that met this observation.
-        memory = {"first": state.first, "carry": state.carry} if jax.tree.leaves(carry) else {}
-        transition = Transition(
-            obs=state.obs,
-            action=action,
-            reward=ts.reward,
-            terminated=ts.terminated,
-            truncated=ts.truncated,
-            next_obs=ts.final_obs,
-            **memory,
-        )
-        stats = state.obs_stats
-        if normalize_obs:
-            stats = update_observation_stats(stats, state.obs, layout.shard_mean, layout.num_shards)
-        episodes = (
-            ts.done.sum(dtype=jnp.int32),
-            jnp.where(ts.done, ts.info["episode_return"], 0.0).sum(),
-        )
-        state = state.replace(
-            explore=explore,
-            buffer=buffer.add(state.buffer, transition),
-            obs_stats=stats,
-            env_state=env_state,
-            obs=ts.obs,
-            first=ts.done,
-            carry=carry,
-            key=key,
-            env_steps=state.env_steps + config.num_envs,
-        )
-        return state, episodes
-
-    def learning_phase(state: OffPolicyState) -> tuple[Any, BufferState, Any, dict]:
-        key, learn_key = jax.random.split(state.key)
-
-        def gradient_step(carry: tuple, key: PRNGKey) -> tuple:
-            learner, replay = carry
-            k_sample, k_learn = jax.random.split(key)
-            beta = 1.0 if importance_exponent is None else importance_exponent(learner)
-            sample = buffer.sample(replay, k_sample, shard_batch, beta)
-            batch = sample.item.replace(
-                obs=observe(state.obs_stats, sample.item.obs),
-                next_obs=observe(state.obs_stats, sample.item.next_obs),
+        if buffer.prioritized:
+            seed_learner, metrics, priority = learner.learn(
+                seed_learner, batch, sample.weight, k_learn
             )
-            if buffer.prioritized:
-                learner, metrics, priority = learn(learner, batch, sample.weight, k_learn)
-                replay = buffer.update_priorities(replay, sample.index, priority)
-            else:
-                learner, metrics = learn(learner, batch, sample.weight, k_learn)
-            return (learner, replay), metrics
+            replay = buffer.update_priorities(replay, sample.index, priority)
+        else:
+            seed_learner, metrics = learner.learn(seed_learner, batch, sample.weight, k_learn)
+        return (seed_learner, replay), metrics
 
-        (learner, replay), metrics = jax.lax.scan(
-            gradient_step,
-            (state.learner, state.buffer),
-            jax.random.split(learn_key, gradient_steps),
-        )
-        return learner, replay, key, jax.tree.map(lambda m: m.mean(axis=0), metrics)
+    (seed_learner, replay), metrics = jax.lax.scan(
+        gradient_step,
+        (state.learner, state.buffer),
+        jax.random.split(learn_key, config.gradient_steps),
+    )
+    return seed_learner, replay, key, jax.tree.map(lambda m: m.mean(axis=0), metrics)
 
-    def iteration(state: OffPolicyState) -> tuple[OffPolicyState, dict[str, jax.Array]]:
-        state, (ended, returns) = jax.lax.scan(env_step, state, None, train_every)
-        # Transitions stored per seed (the same for every seed and shard, so the branch is
-        # taken or skipped as a whole): a buffer left out of a checkpoint refills before
-        # learning goes on.
-        stored = jnp.minimum(state.stored + per_iteration, config.buffer_size)
-        learning = stored >= config.learning_starts
 
-        def skip(state: OffPolicyState) -> tuple:
-            zeros = {name: jnp.zeros((), jnp.float32) for name in metric_names}
-            return state.learner, state.buffer, state.key, zeros
+def iteration(
+    driver: OffPolicyDriver, state: OffPolicyState
+) -> tuple[OffPolicyState, dict[str, jax.Array]]:
+    """``train_every`` steps of acting and storing, then a learning phase: the loop's step.
 
-        learner, replay, key, metrics = jax.lax.cond(learning, learning_phase, skip, state)
-        state = state.replace(
-            learner=learner,
-            buffer=replay,
-            key=key,
-            stored=stored,
-            updates=state.updates + jnp.where(learning, gradient_steps, 0).astype(jnp.int32),
-        )
-        return state, {
-            "episodes": ended.sum(dtype=jnp.int32),
-            "return_sum": returns.sum(),
-            "learned": learning,
-            **metrics,
-        }
+    The learning phase comes once the replay holds ``learning_starts`` transitions per seed.
 
-    return iteration
+    Metrics: this shard's ``episodes`` and ``return_sum``, the learner's means over the
+    gradient steps (zeros while learning waits), and ``learned``.
+    """
+    config = driver.config
+    state, (ended, returns) = jax.lax.scan(
+        functools.partial(_act_and_store_step, driver), state, None, config.train_every
+    )
+    # Transitions stored per seed (the same for every seed and shard, so the branch is
+    # taken or skipped as a whole): a buffer left out of a checkpoint refills before
+    # learning goes on.
+    stored = jnp.minimum(state.stored + config.num_envs * config.train_every, config.buffer_size)
+    learning = stored >= config.learning_starts
+
+    def skip(state: OffPolicyState) -> tuple:
+        zeros = {name: jnp.zeros((), jnp.float32) for name in driver.learner.metric_names}
+        return state.learner, state.buffer, state.key, zeros
+
+    learn = functools.partial(learn_from_replay, driver)
+    learner, replay, key, metrics = jax.lax.cond(learning, learn, skip, state)
+    state = state.replace(
+        learner=learner,
+        buffer=replay,
+        key=key,
+        stored=stored,
+        updates=state.updates + jnp.where(learning, config.gradient_steps, 0).astype(jnp.int32),
+    )
+    return state, {
+        "episodes": ended.sum(dtype=jnp.int32),
+        "return_sum": returns.sum(),
+        "learned": learning,
+        **metrics,
+    }
+
+
+def _act_and_store_step(driver: OffPolicyDriver, state: OffPolicyState, _: None) -> tuple:
+    """:func:`act_and_store` as a ``jax.lax.scan`` body."""
+    return act_and_store(driver, state)
 
 
 def observe_for_policy(state: OffPolicyState, obs: Any, normalize: bool) -> Any:
@@ -410,8 +438,18 @@ class OffPolicyLearner:
         hyperparams: ``config -> hparams``: one seed's hyperparameters held as data, for a
             member's configuration (see :func:`rollax.training.build_agent`).
         init: ``(key, hparams) -> learner`` of one seed (``hparams`` float32 ``()`` leaves).
-        act: As ``make_offpolicy_iteration``'s.
-        learn: As ``make_offpolicy_iteration``'s.
+        act: ``(learner, explore, obs, carry, first, key, env_steps) -> (action, explore,
+            carry)``: ``obs`` leaves ``(E, ...)`` (normalized if asked), ``first`` bool
+            ``(E,)`` (the observation opens an episode), ``carry`` the learner's carry
+            (``()`` for a feed-forward learner), ``env_steps`` int32 ``()``.
+        learn: ``(learner, batch, weight, key) -> (learner, metrics)``, and with prioritized
+            replay ``-> (learner, metrics, priority)``: ``batch`` a :class:`Transition` with
+            leaves ``(batch_size / num_shards, replay_length, ...)`` (observations
+            normalized if asked; with ``first`` and ``carry`` for a recurrent learner),
+            ``weight`` float32 importance weights (ones without prioritized replay),
+            ``metrics`` a dict of float32 scalars, ``priority`` float32 new priorities (asked
+            for only when the replay is prioritized). Its gradient step averages over the
+            shards.
         metric_names: ``learn``'s metrics.
         policy_act: ``(learner, obs, carry, first, key, deterministic) -> (action,
             carry)`` of one seed for evaluation and video (``obs`` as the learner sees them,
@@ -444,7 +482,7 @@ def build_offpolicy_agent(
 
     Args:
         name: The algorithm's registered name.
-        config: Its configuration (the fields of ``make_offpolicy_iteration``).
+        config: Its configuration (the fields :class:`OffPolicyDriver` names).
         layout: Its layout (:func:`rollax.training.layout_for`).
         env: One shard's batch.
         learner: The algorithm's own part.
@@ -452,6 +490,7 @@ def build_offpolicy_agent(
     obs_spec, initial_carry = learner.obs_spec, learner.initial_carry
     init_explore, init_learner = learner.init_explore, learner.init
     buffer = replay_buffer(config)
+    driver = OffPolicyDriver(config, env, buffer, learner, layout.shard_mean, layout.num_shards)
 
     def init(key: PRNGKey, start: ShardStart, hparams: Any) -> OffPolicyState:
         explore = None if init_explore is None else init_explore(key, start)
@@ -459,17 +498,6 @@ def build_offpolicy_agent(
         return init_offpolicy_state(
             start, seed_learner, explore, buffer, obs_spec, env, initial_carry
         )
-
-    iteration = make_offpolicy_iteration(
-        config,
-        layout,
-        env,
-        buffer,
-        learner.act,
-        learner.learn,
-        learner.metric_names,
-        learner.importance_exponent,
-    )
 
     def act_for_policy(
         state: OffPolicyState,
@@ -494,7 +522,7 @@ def build_offpolicy_agent(
             state_layout=LAYOUT,
             hyperparams=learner.hyperparams,
             init=init,
-            iteration=iteration,
+            iteration=functools.partial(iteration, driver),
             steps_per_iteration=config.steps_per_iteration,
             unit_name="vectorized steps of num_envs * train_every",
             metric_names=learner.metric_names,
@@ -502,6 +530,7 @@ def build_offpolicy_agent(
             with_budget=learner.with_budget,
             to_checkpoint=to_checkpoint,
             from_checkpoint=from_checkpoint,
+            driver=driver,
             # LLVM level 1 on the CPU: less compile work, as fast to run (Getting started).
             run_cpu_level=1,
         ),

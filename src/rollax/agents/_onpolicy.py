@@ -223,13 +223,13 @@ class OnPolicyAgent(Agent):
             :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)`` (seed by
             seed, each seed's shards in order).
         network: The network every part of the agent calls.
-        driver: Its :class:`OnPolicyDriver`: the one-seed, one-shard pieces
-            (:func:`rollout`, :func:`update`, :func:`iteration`) take it first.
+
+    Its ``driver`` is its :class:`OnPolicyDriver`: the one-seed, one-shard pieces
+    (:func:`rollout`, :func:`update`, :func:`iteration`) take it first.
     """
 
     collect: Any = None
     network: Any = None
-    driver: Any = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -521,6 +521,7 @@ def build_onpolicy_agent(
                 act=functools.partial(act, driver),
             ),
             with_budget=with_budget,
+            driver=driver,
             run_cpu_level=1,  # LLVM level 1 on the CPU: less compile work, as fast to run
         ),
     )
@@ -537,4 +538,4 @@ def build_onpolicy_agent(
         )
         return state, records
 
-    return agent_type(**vars(agent), collect=jax.jit(collect), network=network, driver=driver)
+    return agent_type(**vars(agent), collect=jax.jit(collect), network=network)

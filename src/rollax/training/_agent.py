@@ -139,6 +139,9 @@ class Agent:
             out start afresh).
         hyperparams: ``config -> hparams``: one member's hyperparameters held as data for a
             configuration (what population-based training writes back when it explores).
+        driver: What the agent's one-seed, one-shard pieces close over, for calling them
+            apart (``rollax.agents.onpolicy``, ``rollax.agents.offpolicy``); ``None`` for
+            an agent built from pieces of its own.
     """
 
     name: str
@@ -157,6 +160,7 @@ class Agent:
     to_checkpoint: Callable[[Any], Any] = lambda state: state
     from_checkpoint: Callable[[Any], Any] = lambda saved: saved
     hyperparams: Callable[[Any], Any] | None = None
+    driver: Any = None
 
     @property
     def num_seeds(self) -> int:
@@ -294,6 +298,8 @@ class AgentPieces:
     """What a checkpoint keeps of the state (``None``: all of it)."""
     from_checkpoint: Callable[[Any], Any] | None = None
     """The state again from what a checkpoint kept (``None``: as kept)."""
+    driver: Any = None
+    """What the pieces close over, handed on as ``Agent.driver`` (``None``: nothing)."""
     run_cpu_level: int | None = None
     """An LLVM optimization level for the training program on CPU (``None``: XLA's default).
     Level 1 compiles the drivers' training programs with less work and runs them as fast;
@@ -521,6 +527,7 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
         to_checkpoint=to_checkpoint or (lambda state: state),
         from_checkpoint=from_checkpoint or (lambda saved: saved),
         hyperparams=hyperparams,
+        driver=pieces.driver,
     )
 
 
