@@ -1,22 +1,9 @@
-"""One seed's state on one shard, as a driver's pieces take it, and comparing states."""
+"""Comparing the states of a driver's pieces and of the loop."""
 
 from __future__ import annotations
 
 import jax
 import numpy as np
-
-from rollax.training import SEED, SHARD
-
-
-def one_shard(state, layout):
-    """The first seed's state on its first shard: the state's seed and shard axes taken away.
-
-    ``layout`` is the agent's state layout (a prefix tree of tags).
-    """
-    cut = {SEED: lambda x: x[0], SHARD: lambda x: x[0, 0]}
-    return jax.tree.map(
-        lambda tag, part: jax.tree.map(cut[tag], part) if tag in cut else part, layout, state
-    )
 
 
 def assert_same_bits(got, want, **tolerance) -> None:

@@ -214,10 +214,9 @@ def test_acting_and_learning_called_apart_make_the_loop_s_iteration(prioritized)
     # storing, then a learning phase from the replay, are the loop's iteration. Keys,
     # environments and the replay (priorities too) agree to the bit; the learner's
     # parameters to a float's last bit (each program is fused its own way by XLA).
-    from _shards import assert_same_bits, one_shard
+    from _shards import assert_same_bits
     from rollax._compile import FastCompile
     from rollax.agents import offpolicy
-    from rollax.agents._offpolicy import LAYOUT
 
     config = DQNConfig(num_envs=4, train_every=2, gradient_steps=3, learning_starts=8,
                        batch_size=8, buffer_size=256, hidden_sizes=(16,),
@@ -231,12 +230,12 @@ def test_acting_and_learning_called_apart_make_the_loop_s_iteration(prioritized)
         learner, replay, key, metrics = offpolicy.learn_from_replay(agent.driver, state)
         return state.replace(learner=learner, buffer=replay, key=key), metrics
 
-    state, metrics = FastCompile(apart, 1)(one_shard(start, LAYOUT))
+    state, metrics = FastCompile(apart, 1)(agent.shard_state(start))
     looped, _ = agent.run(start, config.steps_per_iteration)
-    expected = one_shard(looped, LAYOUT)
+    expected = agent.shard_state(looped)
     assert_same_bits((state.key, state.env_state, state.obs, state.buffer),
                      (expected.key, expected.env_state, expected.obs, expected.buffer))  # fmt: skip
     assert_same_bits(state.learner.params, expected.learner.params, rtol=1e-5, atol=1e-7)
     assert set(metrics) == set(agent.metric_names)
     assert not np.allclose(jax.tree.leaves(state.learner.params)[0],
-                           jax.tree.leaves(one_shard(start, LAYOUT).learner.params)[0])  # fmt: skip
+                           jax.tree.leaves(agent.shard_state(start).learner.params)[0])  # fmt: skip

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rollax
-from _shards import assert_same_bits, one_shard
+from _shards import assert_same_bits
 from rollax.agents.ppo import PRESETS, PPOConfig, make_ppo
 from rollax.networks import ActorCritic
 
@@ -263,13 +263,14 @@ def test_the_rollout_and_the_update_called_apart_make_the_loop_s_iteration(recur
     # refactored loop computes the bits it did is benchmarks/fingerprints.py's job.
     from rollax._compile import FastCompile
     from rollax.agents import onpolicy
-    from rollax.agents._onpolicy import LAYOUT
 
     config = SMALL.replace(recurrent=recurrent, hidden_sizes=(16,))
     env_id = "CartPole-v1" if recurrent == "none" else "StatelessCartPole-v1"
     agent = make_ppo(config, env_id)
     start = agent.init(jax.random.key(0))
-    one = one_shard(start, LAYOUT)
+    one = agent.shard_state(start)
+    with pytest.raises(ValueError, match=r"shard_state: seed=1 is not in \[0, 1\)"):
+        agent.shard_state(start, seed=1)
 
     def apart(one):
         state, data = onpolicy.rollout(agent.driver, one)
@@ -281,7 +282,7 @@ def test_the_rollout_and_the_update_called_apart_make_the_loop_s_iteration(recur
     assert data.reward.shape == (config.num_steps, config.num_envs)
     assert len(metrics) == len(agent.metric_names)
     looped, _ = agent.run(start, config.batch_size)
-    expected = one_shard(looped, LAYOUT)
+    expected = agent.shard_state(looped)
     assert_same_bits((state.key, state.obs, state.env_state),
                       (expected.key, expected.obs, expected.env_state))  # fmt: skip
     learned = lambda s: (s.params, s.opt_state)  # noqa: E731

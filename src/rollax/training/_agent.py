@@ -179,6 +179,27 @@ class Agent:
         """The ``NamedSharding`` of every leaf of ``state`` (``None`` on one device)."""
         return self.layout.shardings(self.state_layout, state)
 
+    def shard_state(self, state: Any, seed: int = 0, shard: int = 0) -> Any:
+        """One member's state on one of its shards, as the driver's pieces take it.
+
+        Per-seed leaves lose their ``(num_seeds,)`` axis and per-shard leaves their
+        ``(num_seeds, num_shards)`` axes; shared leaves and the environment params stay as
+        they are (params with one value per environment keep every seed's).
+
+        Raises:
+            ValueError: a ``seed`` or ``shard`` out of range.
+        """
+        for name, value, count in (("seed", seed, self.num_seeds),
+                                   ("shard", shard, self.layout.num_shards)):  # fmt: skip
+            if not 0 <= value < count:
+                raise ValueError(f"shard_state: {name}={value!r} is not in [0, {count}).")
+        cut = {SEED: lambda x: x[seed], SHARD: lambda x: x[seed, shard]}
+        return jax.tree.map(
+            lambda tag, part: jax.tree.map(cut[tag], part) if tag in cut else part,
+            self.state_layout,
+            state,
+        )
+
 
 def check_budget(steps: int, unit: int, name: str, unit_name: str) -> int:
     """The number of iterations ``steps`` makes; raise if it is not a whole number.
