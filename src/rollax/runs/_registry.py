@@ -61,51 +61,17 @@ def _register_builtins() -> None:
     """Register the algorithms of :mod:`rollax.agents` (imported on first use, not before)."""
     from rollax.agents import dqn, ppo, pqn, sac, td3
 
-    register(
-        Algorithm(
-            name="ppo",
-            title="Proximal Policy Optimization",
-            config_type=ppo.PPOConfig,
-            make=ppo.make_ppo,
-            presets=ppo.PRESETS,
-        )
-    )
-    register(
-        Algorithm(
-            name="pqn",
-            title="Parallel Q-learning (Q(lambda), LayerNorm, no replay)",
-            config_type=pqn.PQNConfig,
-            make=pqn.make_pqn,
-            presets=pqn.PRESETS,
-        )
-    )
-    register(
-        Algorithm(
-            name="dqn",
-            title="Deep Q-Network (double, dueling, n-step)",
-            config_type=dqn.DQNConfig,
-            make=dqn.make_dqn,
-            presets=dqn.PRESETS,
-        )
-    )
-    register(
-        Algorithm(
-            name="sac",
-            title="Soft Actor-Critic (twin critics, automatic entropy tuning)",
-            config_type=sac.SACConfig,
-            make=sac.make_sac,
-            presets=sac.PRESETS,
-        )
-    )
-    register(
-        Algorithm(
-            name="td3",
-            title="Twin Delayed DDPG (clipped double-Q, target smoothing, delayed actor)",
-            config_type=td3.TD3Config,
-            make=td3.make_td3,
-            presets=td3.PRESETS,
-        )
-    )
+    for name, title, package, config_type, make in (
+        ("ppo", "Proximal Policy Optimization", ppo, ppo.PPOConfig, ppo.make_ppo),
+        ("pqn", "Parallel Q-learning (Q(lambda), LayerNorm, no replay)", pqn, pqn.PQNConfig,
+         pqn.make_pqn),
+        ("dqn", "Deep Q-Network (double, dueling, n-step)", dqn, dqn.DQNConfig, dqn.make_dqn),
+        ("sac", "Soft Actor-Critic (twin critics, automatic entropy tuning)", sac,
+         sac.SACConfig, sac.make_sac),
+        ("td3", "Twin Delayed DDPG (clipped double-Q, target smoothing, delayed actor)", td3,
+         td3.TD3Config, td3.make_td3),
+    ):  # fmt: skip
+        register(Algorithm(name, title, config_type, make, presets=package.PRESETS))
 
 
 def _load() -> dict[str, Algorithm]:
