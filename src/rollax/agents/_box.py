@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from rollax.agents._offpolicy import LAYOUT, OffPolicyState, observe_for_policy
 from rollax.envs import VecEnv
 from rollax.spaces import Box, is_image_key
-from rollax.training import SEED, Layout, ShardStart, stretch_schedule
+from rollax.training import SEED, Agent, ShardStart, stretch_schedule
 from rollax.types import PRNGKey
 
 __all__ = [
@@ -173,9 +173,7 @@ def image_shapes(obs_spec: Any) -> dict[str, tuple[int, ...]] | None:
     return {k: s.shape for k, s in obs_spec.items() if is_image_key(k)}
 
 
-def critic_values(
-    layout: Layout, critic: Any, normalize_obs: bool, values: Any = lambda q: q
-) -> Any:
+def critic_values(agent: Agent, critic: Any, normalize_obs: bool, values: Any = lambda q: q) -> Any:
     """``(state, obs, action) -> q``: every seed's twin critics, for inspection.
 
     float32 ``(num_seeds, 2, B)`` for raw observations ``(num_seeds, B, ...)`` and actions
@@ -188,7 +186,7 @@ def critic_values(
         seen = observe_for_policy(state, obs, normalize_obs)
         return values(critic.apply(state.learner.params["critic"], seen, action))
 
-    return jax.jit(layout.per_seed(one_seed, (LAYOUT, SEED, SEED)))
+    return jax.jit(agent.per_seed(one_seed, (LAYOUT, SEED, SEED)))
 
 
 def stretch_learner_schedule(config: Any) -> Any:

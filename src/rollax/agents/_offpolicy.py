@@ -60,10 +60,11 @@ from rollax.training import (
     SHARED,
     Agent,
     AgentPieces,
-    Layout,
+    GradientStep,
     Policy,
     ShardStart,
     build_agent,
+    gradient_step_for,
 )
 from rollax.types import PRNGKey
 
@@ -185,7 +186,6 @@ def feedforward_policy_act(policy_act: Callable[..., jax.Array]) -> Callable[...
 
 def checkpoint_hooks(
     config: Any,
-    layout: Layout,
     buffer: SequenceBuffer,
     obs_spec: Any,
     env: VecEnv,
@@ -207,7 +207,7 @@ def checkpoint_hooks(
     def from_checkpoint(saved: OffPolicyState) -> OffPolicyState:
         example = transition_example(obs_spec, env, initial_carry)
         empty = jax.tree.map(
-            lambda x: jnp.broadcast_to(x, (layout.num_seeds, layout.num_shards, *x.shape)),
+            lambda x: jnp.broadcast_to(x, (config.num_members, config.num_shards, *x.shape)),
             buffer.init(example),
         )
         return saved.replace(buffer=empty, stored=jnp.zeros((), jnp.int32))
@@ -274,17 +274,16 @@ class OffPolicyDriver:
         buffer: The shard's replay (``replay_buffer(config)``).
         learner: The algorithm's own part (:class:`OffPolicyLearner`): its ``act``,
             ``learn``, ``metric_names`` and ``importance_exponent``.
-        stats_mean: The layer's mean over the seed's shards for observation statistics
-            (``None`` with one shard).
-        num_shards: The seed's shards.
+        gradient_step: The layer's gradient step (:func:`rollax.training.gradient_step_for`),
+            whose mean over the seed's shards observation statistics share (the learner's
+            ``learn`` takes its own steps with it).
     """
 
     config: Any
     env: VecEnv
     buffer: SequenceBuffer
     learner: OffPolicyLearner
-    stats_mean: Callable[[Any], Any] | None = None
-    num_shards: int = 1
+    gradient_step: GradientStep = dataclasses.field(default_factory=GradientStep)
 
     def observe(self, stats: Any, obs: Any) -> Any:
         """Observations as the learner sees them (normalized where the config says)."""
@@ -320,7 +319,8 @@ def act_and_store(
     )
     stats = state.obs_stats
     if config.normalize_obs:
-        stats = update_observation_stats(stats, state.obs, driver.stats_mean, driver.num_shards)
+        step = driver.gradient_step
+        stats = update_observation_stats(stats, state.obs, step.shard_mean, step.num_shards)
     episodes = (
         ts.done.sum(dtype=jnp.int32),
         jnp.where(ts.done, ts.info["episode_return"], 0.0).sum(),
@@ -475,22 +475,19 @@ class OffPolicyLearner:
     initial_carry: Callable[[int], Any] = no_carry
 
 
-def build_offpolicy_agent(
-    name: str, config: Any, layout: Layout, env: VecEnv, learner: OffPolicyLearner
-) -> Agent:
+def build_offpolicy_agent(name: str, config: Any, env: VecEnv, learner: OffPolicyLearner) -> Agent:
     """An off-policy agent from its learner: what DQN, SAC and TD3 share.
 
     Args:
         name: The algorithm's registered name.
         config: Its configuration (the fields :class:`OffPolicyDriver` names).
-        layout: Its layout (:func:`rollax.training.layout_for`).
         env: One shard's batch.
         learner: The algorithm's own part.
     """
     obs_spec, initial_carry = learner.obs_spec, learner.initial_carry
     init_explore, init_learner = learner.init_explore, learner.init
     buffer = replay_buffer(config)
-    driver = OffPolicyDriver(config, env, buffer, learner, layout.shard_mean, layout.num_shards)
+    driver = OffPolicyDriver(config, env, buffer, learner, gradient_step_for(config))
 
     def init(key: PRNGKey, start: ShardStart, hparams: Any) -> OffPolicyState:
         explore = None if init_explore is None else init_explore(key, start)
@@ -510,13 +507,10 @@ def build_offpolicy_agent(
         seen = observe_for_policy(state, obs, config.normalize_obs)
         return learner.policy_act(state.learner, seen, carry, first, key, deterministic)
 
-    to_checkpoint, from_checkpoint = checkpoint_hooks(
-        config, layout, buffer, obs_spec, env, initial_carry
-    )
+    to_checkpoint, from_checkpoint = checkpoint_hooks(config, buffer, obs_spec, env, initial_carry)
     return build_agent(
         name,
         config,
-        layout,
         env,
         AgentPieces(
             state_layout=LAYOUT,

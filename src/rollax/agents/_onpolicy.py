@@ -61,7 +61,7 @@ from rollax.training import (
     Policy,
     ShardStart,
     build_agent,
-    layout_for,
+    gradient_step_for,
     stretch_schedule,
 )
 from rollax.types import PRNGKey
@@ -244,18 +244,14 @@ class OnPolicyDriver:
         config: The algorithm's configuration.
         env: One shard's environments (``E = num_envs // num_shards``).
         learner: The algorithm's own part.
-        gradient_step: The layer's gradient step (the mean over the seed's shards).
-        stats_mean: The layer's mean over the seed's shards for observation statistics
-            (``None`` with one shard).
-        num_shards: The seed's shards.
+        gradient_step: The layer's gradient step (:func:`rollax.training.gradient_step_for`):
+            the mean over the seed's shards, which observation statistics share.
     """
 
     config: OnPolicyConfig
     env: VecEnv
     learner: OnPolicyLearner
     gradient_step: GradientStep = dataclasses.field(default_factory=GradientStep)
-    stats_mean: Callable[[Any], Any] | None = None
-    num_shards: int = 1
 
     @functools.cached_property
     def recurrent(self) -> bool:
@@ -437,7 +433,8 @@ def iteration(
     params, opt_state, aux = update(driver, state, data, update_key)
     stats = state.obs_stats
     if config.normalize_obs:
-        stats = update_observation_stats(stats, data.obs, driver.stats_mean, driver.num_shards)
+        step = driver.gradient_step
+        stats = update_observation_stats(stats, data.obs, step.shard_mean, step.num_shards)
     finished = ~jnp.isnan(data.episode_return)
     metrics = {
         "episodes": finished.sum(dtype=jnp.int32),
@@ -491,10 +488,7 @@ def build_onpolicy_agent(
         learner: The algorithm's own part.
         agent_type: The agent class to build (an :class:`OnPolicyAgent`).
     """
-    layout = layout_for(config)
-    driver = OnPolicyDriver(
-        config, env, learner, GradientStep(mean=layout.mean), layout.shard_mean, layout.num_shards
-    )
+    driver = OnPolicyDriver(config, env, learner, gradient_step_for(config))
     network, t = learner.network, config.num_steps
 
     def with_budget(state: OnPolicyState, total_steps: int) -> OnPolicyState:
@@ -506,7 +500,6 @@ def build_onpolicy_agent(
     agent = build_agent(
         name,
         config,
-        layout,
         env,
         AgentPieces(
             state_layout=LAYOUT,
@@ -525,9 +518,7 @@ def build_onpolicy_agent(
             run_cpu_level=1,  # LLVM level 1 on the CPU: less compile work, as fast to run
         ),
     )
-    every_shard = layout.on_every_shard(
-        functools.partial(rollout, driver), LAYOUT, env, config.num_envs
-    )
+    every_shard = agent.on_every_shard(functools.partial(rollout, driver))
 
     def collect(state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
         """One rollout of every seed's shards, without an update."""

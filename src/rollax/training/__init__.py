@@ -29,6 +29,7 @@ from rollax.training._agent import (
     build_agent,
     check_budget,
     feedforward_policy,
+    gradient_step_for,
     layout_for,
 )
 from rollax.training._config import ConfigError, config_to_json, decode_config, with_defaults
@@ -93,6 +94,7 @@ __all__ = [
     "config_to_json",
     "decode_config",
     "feedforward_policy",
+    "gradient_step_for",
     "layout_for",
     "make_evaluator",
     "make_layout",

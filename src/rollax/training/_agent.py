@@ -53,6 +53,7 @@ from rollax.training._layout import (
     make_layout,
     map_seeds,
 )
+from rollax.training._optim import GradientStep
 from rollax.types import PRNGKey
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "build_agent",
     "check_budget",
     "feedforward_policy",
+    "gradient_step_for",
     "layout_for",
 ]
 
@@ -178,6 +180,23 @@ class Agent:
     def shardings(self, state: Any) -> Any:
         """The ``NamedSharding`` of every leaf of ``state`` (``None`` on one device)."""
         return self.layout.shardings(self.state_layout, state)
+
+    def per_seed(
+        self, fn: Callable[..., Any], layouts: Sequence[Any], out_axes: Any = 0
+    ) -> Callable[..., Any]:
+        """``fn`` of one seed's slice of its arguments, over every seed.
+
+        For an agent's inspection helpers (its Q-values of given observations); ``layouts``
+        gives each positional argument's layout (the state's: ``state_layout``).
+        """
+        return self.layout.per_seed(fn, layouts, out_axes)
+
+    def on_every_shard(self, fn: Callable[[Any], tuple[Any, Any]]) -> Callable[..., Any]:
+        """``fn(state) -> (state, out)`` of one shard, run on every seed's shards of a state.
+
+        ``out`` comes back with leading ``(num_seeds, num_shards)`` axes.
+        """
+        return self.layout.on_every_shard(fn, self.state_layout, self.env, self.config.num_envs)
 
     def shard_state(self, state: Any, seed: int = 0, shard: int = 0) -> Any:
         """One member's state on one of its shards, as the driver's pieces take it.
@@ -327,7 +346,7 @@ class AgentPieces:
     level 0 runs them several times slower (the Getting started page's backend table)."""
 
 
-def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: AgentPieces) -> Agent:
+def build_agent(name: str, config: Any, env: VecEnv, pieces: AgentPieces) -> Agent:
     """Compose an algorithm's one-seed, one-shard pieces into an :class:`Agent`.
 
     The layer maps the pieces over seeds and shards and places them on the layout's devices
@@ -335,15 +354,17 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
 
     Args:
         name: The algorithm's registered name.
-        config: Its configuration (with ``num_seeds``, ``num_envs`` and ``num_shards``).
-        layout: Where seeds and shards sit (:func:`rollax.training.layout_for`); its ``mean`` is
-            the one collective the pieces may call (through :class:`rollax.training.GradientStep`).
+        config: Its configuration (with ``num_seeds``, ``num_envs``, ``num_shards`` and
+            ``devices``): the layer lays its seeds and shards out (:func:`layout_for`); the
+            one collective the pieces may call is the mean of
+            :func:`gradient_step_for`'s step.
         env: One shard's batch of ``num_envs // num_shards`` environments.
         pieces: The algorithm's pieces (:class:`AgentPieces`).
     """
     if not isinstance(pieces, AgentPieces):
         raise TypeError(f"build_agent: pieces must be an AgentPieces, got {type(pieces).__name__}")
     config = config.with_shards()  # the agent's config records the shards the layout uses
+    layout = layout_for(config)
     state_layout, hyperparams, init = pieces.state_layout, pieces.hyperparams, pieces.init
     iteration, steps_per_iteration = pieces.iteration, pieces.steps_per_iteration
     unit_name, metric_names, policy = pieces.unit_name, pieces.metric_names, pieces.policy
@@ -354,11 +375,6 @@ def build_agent(name: str, config: Any, layout: Layout, env: VecEnv, pieces: Age
     num_envs = int(config.num_envs)
     default_params = env.default_params
     members = config.member_configs()
-    if len(members) != seeds:
-        raise ValueError(
-            f"The layout has {seeds} seeds, but {type(config).__name__} makes {len(members)} "
-            f"members (num_seeds times the sweep's points): build it with layout_for(config)."
-        )
     # Each member's hyperparameters, float32 (members,), and the run seed it trains: member
     # m is seed m % num_seeds of its grid point, with that seed's keys and environments.
     member_hparams = jax.tree.map(
@@ -568,6 +584,15 @@ def _placed(leaf: Any, sharding: Any) -> Any:
 def _replace_tag(state_layout: Any, env_params_layout: Any) -> Any:
     """The state layout with its :data:`ENV_PARAMS` subtree replaced by ``env_params_layout``."""
     return state_layout.replace(env_params=env_params_layout)
+
+
+def gradient_step_for(config: Any) -> GradientStep:
+    """The gradient step an agent's configuration trains with.
+
+    The mean over each seed's shards, as its layout (:func:`layout_for`) places them.
+    """
+    layout = layout_for(config)
+    return GradientStep(mean=layout.mean, num_shards=layout.num_shards)
 
 
 def layout_for(config: Any) -> Layout:

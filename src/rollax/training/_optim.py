@@ -467,13 +467,26 @@ def _identity(tree: Any) -> Any:
 class GradientStep:
     """The layer's gradient step: the mean over the seed's shards, then the agent's optax.
 
+    An agent is handed it by the layer (:func:`rollax.training.gradient_step_for`): it is
+    all an agent knows of how its seed is split.
+
     Attributes:
         mean: The layout's mean over a seed's shards
             (:meth:`rollax.training.Layout.mean`): every shard then takes the same step,
             from the gradient of the seed's whole batch.
+        num_shards: The seed's shards.
     """
 
     mean: Callable[[Any], Any] = _identity
+    num_shards: int = 1
+
+    @property
+    def shard_mean(self) -> Callable[[Any], Any] | None:
+        """``mean`` where a seed has several shards, else ``None``.
+
+        What batch statistics (running observation statistics) average with.
+        """
+        return self.mean if self.num_shards > 1 else None
 
     def __call__(
         self, transformation: optax.GradientTransformation, params: Any, opt_state: Any, grads: Any

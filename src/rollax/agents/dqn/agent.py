@@ -51,10 +51,9 @@ from rollax.spaces import Discrete
 from rollax.training import (
     SEED,
     Agent,
-    GradientStep,
     Optimizer,
     OptimizerHyperParams,
-    layout_for,
+    gradient_step_for,
     optimizer_values,
     polyak,
     shard_env,
@@ -172,7 +171,6 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             cannot use.
     """
     config = config.validated()  # with num_shards for the devices, if left to them
-    layout = layout_for(config)
     env = shard_env("make_dqn", config, env, **make_options)
     if not isinstance(env.action_space, Discrete):
         raise ValueError(
@@ -181,7 +179,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         )
     num_actions = int(env.action_space.n)
     network, obs_spec = q_function(config, env, num_actions, dueling=config.dueling)
-    step = GradientStep(mean=layout.mean)
+    step = gradient_step_for(config)
     optimizer = Optimizer.of(config, clip_value=config.clip_grad_value)
 
     def init_learner(key: PRNGKey, hparams: DQNHyperParams) -> DQNLearner:
@@ -313,13 +311,11 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         )
 
     def q_values(state: OffPolicyState, obs: Any) -> jax.Array:
-        def one_seed(state: OffPolicyState, obs: Any) -> jax.Array:
-            seen = observe_for_policy(state, obs, config.normalize_obs)
-            batch = jax.tree.leaves(seen)[0].shape[0]
-            first = jnp.ones((batch,), bool)
-            return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
-
-        return layout.per_seed(one_seed, (LAYOUT, SEED))(state, obs)
+        """One seed's Q-values of observations ``(B, ...)`` (as the learner sees them)."""
+        seen = observe_for_policy(state, obs, config.normalize_obs)
+        batch = jax.tree.leaves(seen)[0].shape[0]
+        first = jnp.ones((batch,), bool)
+        return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
 
     learner = OffPolicyLearner(
         obs_spec=obs_spec,
@@ -335,5 +331,6 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         else None,
         initial_carry=network.initial_carry,
     )
-    agent = build_offpolicy_agent("dqn", config, layout, env, learner)
-    return DQN(**vars(agent), q_values=jax.jit(q_values), q_function=network, targets=targets)
+    agent = build_offpolicy_agent("dqn", config, env, learner)
+    every_seed = jax.jit(agent.per_seed(q_values, (LAYOUT, SEED)))
+    return DQN(**vars(agent), q_values=every_seed, q_function=network, targets=targets)

@@ -40,10 +40,9 @@ from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
 from rollax.spaces import observation_spec
 from rollax.training import (
     Agent,
-    GradientStep,
     Optimizer,
     OptimizerHyperParams,
-    layout_for,
+    gradient_step_for,
     optimizer_values,
     polyak,
     shard_env,
@@ -129,7 +128,6 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             environment whose actions are not a bounded 1-D box.
     """
     config = config.validated()  # with num_shards for the devices, if left to them
-    layout = layout_for(config)
     env = shard_env("make_sac", config, env, **make_options)
     box = action_box("make_sac: SAC", env, "DQN (rollax.agents.dqn)")
     red = red_noise(config, env, box)
@@ -150,7 +148,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         layer_norm=config.encoder_layer_norm,
         mlp_layer_norm=config.critic_layer_norm,
     )
-    step = GradientStep(mean=layout.mean)
+    step = gradient_step_for(config)
     optimizer = Optimizer.of(config)
 
     def policy(params: Any, obs: Any) -> TanhGaussian:
@@ -274,5 +272,5 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         with_budget=stretch_learner_schedule(config),
         init_explore=red.init if red else None,
     )
-    agent = build_offpolicy_agent("sac", config, layout, env, learner)
-    return SAC(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs))
+    agent = build_offpolicy_agent("sac", config, env, learner)
+    return SAC(**vars(agent), q_values=critic_values(agent, critic, config.normalize_obs))

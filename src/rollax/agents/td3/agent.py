@@ -40,10 +40,9 @@ from rollax.networks import DeterministicActor, DoubleQ
 from rollax.spaces import observation_spec
 from rollax.training import (
     Agent,
-    GradientStep,
     Optimizer,
     OptimizerHyperParams,
-    layout_for,
+    gradient_step_for,
     optimizer_values,
     polyak,
     shard_env,
@@ -98,7 +97,6 @@ class TD3(Agent):
 def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
     """TD3 for an environment of box actions (arguments and errors: ``make_sac``'s)."""
     config = config.validated()  # with num_shards for the devices, if left to them
-    layout = layout_for(config)
     env = shard_env("make_td3", config, env, **make_options)
     box = action_box("make_td3: TD3", env, "DQN or PQN")
     red = red_noise(config, env, box)
@@ -114,7 +112,7 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
     critic = DoubleQ(mlp_layer_norm=config.critic_layer_norm, atoms=atoms, **shared)
     support = Support.of(config.v_min, config.v_max, atoms) if atoms > 1 else None
     values = support.value if support else lambda q: q  # the critics' expected values
-    step = GradientStep(mean=layout.mean)
+    step = gradient_step_for(config)
     optimizer = Optimizer.of(config)
 
     def policy(params: Any, obs: Any) -> jax.Array:
@@ -205,5 +203,5 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         with_budget=stretch_learner_schedule(config),
         init_explore=red.init if red else None,
     )
-    agent = build_offpolicy_agent("td3", config, layout, env, learner)
-    return TD3(**vars(agent), q_values=critic_values(layout, critic, config.normalize_obs, values))
+    agent = build_offpolicy_agent("td3", config, env, learner)
+    return TD3(**vars(agent), q_values=critic_values(agent, critic, config.normalize_obs, values))
