@@ -32,7 +32,6 @@ from _commands import rollax_in_one_process
 from rollax._files import KILL_AFTER_WRITES, write_atomic
 from rollax.checkpoints import Checkpointer
 from rollax.runs._run_dir import RunDirectory, read_metrics
-from rollax.runs._sinks import CsvSink
 
 TINY = [
     "--env", "CartPole-v1", "--num-envs", "4", "--num-steps", "16", "--num-epochs", "1",
@@ -203,7 +202,7 @@ def test_the_header_is_on_disk_before_any_row(tmp_path):
     # The fault: a kill before the first rows were flushed left an empty metrics.csv, which
     # resume then started with a blank line.
     path = tmp_path / "metrics.csv"
-    sink = CsvSink(path, ["env_steps", "episode_return"])
+    sink = RunDirectory(tmp_path).open_metrics(["env_steps", "episode_return"])
     assert path.read_text() == "env_steps,episode_return\n"
     sink.write(64, {"env_steps": 64, "episode_return": 1.5})
     assert path.read_text() == "env_steps,episode_return\n64,1.5\n"  # flushed
@@ -218,7 +217,7 @@ def test_the_header_is_on_disk_before_any_row(tmp_path):
 def test_a_metrics_file_without_a_whole_header_gets_one(tmp_path, text):
     path = tmp_path / "metrics.csv"
     path.write_text(text)
-    sink = CsvSink(path, ["env_steps", "episode_return"])
+    sink = RunDirectory(tmp_path).open_metrics(["env_steps", "episode_return"])
     sink.write(64, {"env_steps": 64, "episode_return": 1.5})
     sink.close()
     assert read_metrics(path) == (

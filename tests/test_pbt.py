@@ -35,7 +35,8 @@ from rollax.runs._pbt import (
     leaf_values,
     make_exploit,
 )
-from rollax.runs._population import HISTORY, Population, best_lineage, read_history
+from rollax.runs._population import Population, best_lineage
+from rollax.runs._run_dir import HISTORY, read_history
 
 
 def _bits(tree):

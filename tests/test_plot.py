@@ -16,7 +16,8 @@ import pytest
 
 from rollax import stats
 from rollax.runs import draw_runs, plot_curve, plot_runs
-from rollax.runs._sinks import CsvSink, seed_return_fields
+from rollax.runs._run_dir import RunDirectory
+from rollax.runs._sinks import seed_return_fields
 
 FIELDS = ("env_steps", "updates", "wall_time", "steps_per_second", "episode_return", "episodes")
 
@@ -140,7 +141,8 @@ def test_a_resumed_old_run_keeps_its_columns(tmp_path):
     """A run whose metrics.csv predates a column keeps its header when a later version resumes."""
     path = tmp_path / "metrics.csv"
     path.write_text("env_steps,episode_return\n100,1.5000\n")
-    sink = CsvSink(path, ("env_steps", "episode_return", "episode_return_seed0"))
+    columns = ("env_steps", "episode_return", "episode_return_seed0")
+    sink = RunDirectory(tmp_path).open_metrics(columns)
     sink.write(200, {"env_steps": 200, "episode_return": "2.0", "episode_return_seed0": "1.0"})
     sink.close()
     assert path.read_text() == "env_steps,episode_return\n100,1.5000\n200,2.0\n"

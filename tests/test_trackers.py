@@ -222,13 +222,14 @@ def test_every_sweep_member_s_return_reaches_both_trackers_under_its_metrics_csv
 
 
 def test_a_damaged_tracker_record_starts_new_tracker_runs(tmp_path, capsys):
+    from rollax.runs._run_dir import RunDirectory
     from rollax.runs._trackers import TrackerRecord
 
     (tmp_path / "trackers.json").write_text('{"wandb": ')  # cut short by hand
-    record = TrackerRecord(tmp_path / "trackers.json")
+    record = TrackerRecord(RunDirectory(tmp_path))
     assert record.get("wandb") == {} and "trackers start new runs" in capsys.readouterr().err
     (tmp_path / "trackers.json").write_text('{"wandb": 3}')
-    assert TrackerRecord(tmp_path / "trackers.json").get("wandb") == {}
+    assert TrackerRecord(RunDirectory(tmp_path)).get("wandb") == {}
 
 
 def test_w_and_b_keeps_its_files_where_the_user_s_wandb_dir_says(tmp_path, monkeypatch):

@@ -31,7 +31,6 @@ rather than from its own memory.
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import sys
 import time
@@ -44,11 +43,11 @@ import numpy as np
 from rollax.runs._distributed import agree_any
 from rollax.runs._pbt import PBTConfig
 from rollax.runs._plots import plot_curve, plot_population
-from rollax.runs._population import HISTORY, Population, ScheduleReplay
+from rollax.runs._population import Population, ScheduleReplay
 from rollax.runs._progress import Progress
 from rollax.runs._run import Run, evaluate_state
-from rollax.runs._run_dir import is_writer, write_atomic
-from rollax.runs._sinks import CsvSink, TensorBoardSink, seed_return_fields
+from rollax.runs._run_dir import is_writer
+from rollax.runs._sinks import TensorBoardSink, seed_return_fields
 from rollax.runs._trackers import open_trackers
 from rollax.training import point_labels
 
@@ -142,7 +141,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     log_every, ckpt_every = intervals(rc, total, agent.steps_per_iteration, announce=is_writer())
     fields = metric_fields(run)
     directory = run.directory
-    csv_sink = CsvSink(directory.metrics, fields)
+    csv_sink = directory.open_metrics(fields)
     scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
     # Resumed: TensorBoard hides what an earlier session logged past the checkpoint (which is
     # logged again), as resume drops those rows of metrics.csv; a new run hides nothing.
@@ -152,7 +151,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     points = point_labels(run.config.sweep)
     point_boards = [
         TensorBoardSink(
-            directory.tensorboard / label.replace(" ", ","),
+            directory.point_tensorboard(label),
             ("episode_return", *run.agent.metric_names),
             purge_step,
         )
@@ -222,7 +221,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
             if rc.eval_episodes and not stopping:
                 # Inside the signal handlers: a signal now ends the run after the evaluation.
                 result = evaluate_state(run, rc.eval_episodes)
-                write_atomic(directory.evaluation, json.dumps(result, indent=2).encode())
+                directory.write_evaluation(result)
                 final_returns = {
                     f"eval/{name}_return": result[name]["mean"]
                     for name in ("deterministic", "stochastic")
@@ -283,7 +282,7 @@ def _say_replaced(run: Run, event: dict[str, Any]) -> None:
     )
     print(
         f"rollax: at step {event['env_steps']}, member(s) reached non-finite values and "
-        f"took a copy of a finite member ({copies}; {run.directory.path / HISTORY}); the "
+        f"took a copy of a finite member ({copies}; {run.directory.population}); the "
         "population trains on.",
         file=sys.stderr,
     )
@@ -412,10 +411,10 @@ def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
 def _checkpoint(run: Run, trackers: list = ()) -> None:
     """Save a checkpoint, redraw ``curve.png`` (and a population's schedules), send them on."""
     run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
-    plot_curve(run.directory.path)
+    plot_curve(run.directory)
     pictures = [run.directory.curve]
-    if (run.directory.path / HISTORY).is_file() and is_writer():  # the schedules so far
-        pictures.append(plot_population(run.directory.path))
+    if run.directory.holds_population() and is_writer():  # the schedules so far
+        pictures.append(plot_population(run.directory))
     for tracker in trackers:
         for picture in pictures:
             tracker.upload(picture)

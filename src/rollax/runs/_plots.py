@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from rollax import stats
-from rollax.runs._run_dir import RunDirectory, read_metrics, write_atomic
+from rollax.runs._run_dir import RunDirectory, write_atomic
 from rollax.runs._sinks import seed_return_fields
 from rollax.training import point_labels
 
@@ -96,15 +96,19 @@ def _number(text: str) -> float:
     return float(text) if text != "" else math.nan
 
 
-def _read_curves(directory: Path) -> list[_Curve]:
-    """The curves of the run in ``directory``: one per grid point of a sweep, else one.
+def _run_directory(directory: str | Path | RunDirectory) -> RunDirectory:
+    return directory if isinstance(directory, RunDirectory) else RunDirectory(Path(directory))
+
+
+def _read_curves(run: RunDirectory) -> list[_Curve]:
+    """The curves of the run in ``run``: one per grid point of a sweep, else one.
 
     None while no episode has ended.
 
     Raises:
         ValueError: not a run directory, or a ``metrics.csv`` without its columns.
     """
-    run = RunDirectory(directory)
+    directory = run.path
     if not directory.is_dir():
         what = "is not a directory" if directory.exists() else "does not exist"
         raise ValueError(f"RUN_DIR {str(directory)!r} {what}.")
@@ -117,7 +121,7 @@ def _read_curves(directory: Path) -> list[_Curve]:
     sweep = section.get("sweep", [])
     labels = point_labels(sweep)
     # A run still training (or killed) may have written its last line in part: left out.
-    columns, rows = read_metrics(run.metrics)
+    columns, rows = run.read_metrics()
     if not columns:  # no metrics.csv yet, or one an earlier version's kill left empty
         return []
     needed = ("env_steps", "steps_per_second", "episode_return")
@@ -149,14 +153,13 @@ def _read_curves(directory: Path) -> list[_Curve]:
     ]
 
 
-def _curves(directory: Path) -> list[_Curve]:
+def _curves(run: RunDirectory) -> list[_Curve]:
     """:func:`_read_curves`, with an error where there is nothing to draw."""
-    curves = _read_curves(directory)
+    curves = _read_curves(run)
     if not curves:
-        metrics = RunDirectory(directory).metrics
-        what = "has no metrics.csv" if not metrics.is_file() else "logged no finished episode"
+        what = "has no metrics.csv" if not run.metrics.is_file() else "logged no finished episode"
         raise ValueError(
-            f"RUN_DIR {str(directory)!r} {what} yet: it has no learning curve to draw (a row "
+            f"RUN_DIR {str(run.path)!r} {what} yet: it has no learning curve to draw (a row "
             f"is logged every --log-every steps, with the return of the episodes that ended)."
         )
     return curves
@@ -389,7 +392,8 @@ def draw_runs(
     if band is None:
         band = "ci" if stat == "iqm" else "std"
     _check_options(x, smooth, band, stat)
-    return _draw([c for d in dirs for c in _curves(d)], x, smooth, band, title, stat)
+    curves = [c for d in dirs for c in _curves(RunDirectory(d))]
+    return _draw(curves, x, smooth, band, title, stat)
 
 
 def plot_runs(
@@ -436,20 +440,21 @@ def plot_runs(
     return _save(figure, path)
 
 
-def plot_curve(directory: Path) -> Path | None:
+def plot_curve(directory: str | Path | RunDirectory) -> Path | None:
     """Draw the run's ``curve.png`` (:func:`draw_runs` of the run alone, against steps).
 
     Returns:
         The file, or ``None`` while ``metrics.csv`` holds no finished episode.
     """
-    curves = _read_curves(Path(directory))
+    run = _run_directory(directory)
+    curves = _read_curves(run)
     if not curves:
         return None
     figure = _draw(curves, "steps", 1, "std", None, "mean")
-    return _save(figure, RunDirectory(Path(directory)).curve)
+    return _save(figure, run.curve)
 
 
-def draw_population(directory: str | Path) -> Figure:
+def draw_population(directory: str | Path | RunDirectory) -> Figure:
     """The hyperparameter schedules a population-based training run's members followed.
 
     One panel per explored field: each member's value against environment steps per seed,
@@ -462,21 +467,22 @@ def draw_population(directory: str | Path) -> Figure:
     """
     from matplotlib.figure import Figure
 
-    from rollax.runs._population import HISTORY, best_lineage, read_history
+    from rollax.runs._population import best_lineage
 
-    directory = Path(directory)
-    history = read_history(directory / HISTORY)
+    run = _run_directory(directory)
+    history = run.read_population()
     if not history:
         raise ValueError(
-            f"{directory} holds no {HISTORY}: its run did not train a population "
+            f"{run.path} holds no {run.population.name}: its run did not train a population "
             "(rollax train ... --pbt-interval N --pbt-explore NAME=LOW,HIGH)."
         )
     steps = np.asarray([e["env_steps"] for e in history])
     names = sorted(history[0]["values"])
-    best, schedule = best_lineage(directory)
+    best, schedule = best_lineage(run)
     fig = Figure(figsize=(7, 2.6 * len(names) + 0.6), dpi=100, layout="constrained")
     axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
-    end = max(int(steps[-1]), _last_step(directory))
+    _, rows = run.read_metrics()  # the last env_steps of metrics.csv
+    end = max(int(steps[-1]), int(rows[-1]["env_steps"]) if rows else 0)
     for ax, name in zip(axes, names, strict=True):
         values = np.asarray([e["values"][name] for e in history], np.float64)
         xs = np.append(steps, end)
@@ -498,18 +504,13 @@ def draw_population(directory: str | Path) -> Figure:
     axes[-1].set_xlabel("environment steps per seed")
     events = sum(e["event"] != "start" for e in history)
     axes[0].set_title(
-        f"{directory.name}: {values.shape[1]} members, {events} PBT steps (dots: copies)"
+        f"{run.path.name}: {values.shape[1]} members, {events} PBT steps (dots: copies)"
     )
     return fig
 
 
-def _last_step(directory: Path) -> int:
-    """The last ``env_steps`` of the run's ``metrics.csv`` (0 without rows)."""
-    _, rows = read_metrics(directory / "metrics.csv")
-    return int(rows[-1]["env_steps"]) if rows else 0
-
-
-def plot_population(directory: str | Path, out: str | Path | None = None) -> Path:
+def plot_population(directory: str | Path | RunDirectory, out: str | Path | None = None) -> Path:
     """Draw :func:`draw_population` to ``out`` (default: the run's ``population.png``)."""
-    path = Path(out) if out is not None else Path(directory) / "population.png"
-    return _save(draw_population(directory), path)
+    run = _run_directory(directory)
+    path = Path(out) if out is not None else run.population_plot
+    return _save(draw_population(run), path)

@@ -1,19 +1,18 @@
 """A population-based training run on disk: its history, its steps between chunks, replays.
 
 The pieces (who copies whom, what explores, the compiled copy) are :mod:`rollax.runs._pbt`;
-this module applies them to a :class:`~rollax.runs.Run` and keeps ``population.jsonl``.
+this module applies them to a :class:`~rollax.runs.Run`, whose run directory keeps its
+history (``population.jsonl``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rollax._files import wrote
 from rollax.runs._pbt import (
     PBTConfig,
     choose_sources,
@@ -23,33 +22,10 @@ from rollax.runs._pbt import (
     leaf_values,
     make_exploit,
 )
-from rollax.runs._run_dir import is_writer, read_metrics, write_atomic
+from rollax.runs._run_dir import RunDirectory
 from rollax.runs._sinks import seed_return_fields
 
-__all__ = [
-    "HISTORY",
-    "Population",
-    "ScheduleReplay",
-    "best_lineage",
-    "check_population",
-    "read_history",
-]
-
-HISTORY = "population.jsonl"
-"""The population's history in a run directory: one JSON object per line, the first the
-members' starting values (``"event": "start"``), then one per exploit-and-explore step."""
-
-
-def read_history(path: Path) -> list[dict[str, Any]]:
-    """The events of a ``population.jsonl``, oldest first ([] for a missing file).
-
-    A last line a kill cut short (no line end) is left out.
-    """
-    if not path.is_file():
-        return []
-    text = path.read_text()
-    complete = text[: text.rfind("\n") + 1]
-    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+__all__ = ["Population", "ScheduleReplay", "best_lineage", "check_population"]
 
 
 def check_population(agent: Any, run_config: Any) -> None:
@@ -101,15 +77,13 @@ class Population:
         self.exploit = make_exploit(
             agent.state_layout, agent.layout, type(agent.hyperparams(config))
         )
-        self.path = run.directory.path / HISTORY
-        history = [e for e in read_history(self.path) if e["env_steps"] <= run.env_steps]
+        self.directory: RunDirectory = run.directory
+        # Resumed: the events past the checkpoint were dropped (resume truncates the history).
+        history = [e for e in self.directory.read_population() if e["env_steps"] <= run.env_steps]
         if history:
             last = history[-1]
             self.values = {k: np.asarray(v, np.float64) for k, v in last["values"].items()}
             self.last_step = int(last["env_steps"])
-            if is_writer():  # what a kill left past the checkpoint is done again
-                lines = "".join(json.dumps(e) + "\n" for e in history)
-                write_atomic(self.path, lines.encode())
         else:
             self.values = {
                 name: np.asarray([getattr(m, name) for m in self.members], np.float64)
@@ -117,7 +91,7 @@ class Population:
             }
             self.last_step = run.env_steps
             self._record({"env_steps": run.env_steps, "event": "start", **self._values()})
-        _, rows = read_metrics(run.directory.metrics)
+        _, rows = self.directory.read_metrics()
         self.window = [
             self._returns(row)
             for row in rows
@@ -133,11 +107,7 @@ class Population:
         return np.asarray([float(c) if c != "" else np.nan for c in cells], np.float64)
 
     def _record(self, event: dict[str, Any]) -> None:
-        if is_writer():
-            with self.path.open("a") as f:
-                f.write(json.dumps(event) + "\n")
-                f.flush()
-            wrote(self.path)
+        self.directory.append_population(event)
 
     def observe(self, row: dict[str, Any]) -> None:
         """Count a logging interval's ``metrics.csv`` row towards the members' scores."""
@@ -198,7 +168,9 @@ class Population:
         return state, event
 
 
-def best_lineage(directory: Path) -> tuple[int, list[tuple[int, dict[str, float]]]]:
+def best_lineage(
+    directory: str | Path | RunDirectory,
+) -> tuple[int, list[tuple[int, dict[str, float]]]]:
     """The best member of a population run, and the schedule its lineage followed.
 
     The best member is the one whose final evaluation (``eval.json``, deterministic policy)
@@ -209,14 +181,17 @@ def best_lineage(directory: Path) -> tuple[int, list[tuple[int, dict[str, float]
     Raises:
         ValueError: a directory without a population history.
     """
-    history = read_history(Path(directory) / HISTORY)
+    run = directory if isinstance(directory, RunDirectory) else RunDirectory(Path(directory))
+    history = run.read_population()
     if not history:
-        raise ValueError(f"{directory} holds no {HISTORY}: its run did not train a population.")
+        raise ValueError(
+            f"{run.path} holds no {run.population.name}: its run did not train a population."
+        )
     members = len(next(iter(history[0]["values"].values())))
-    evaluation = Path(directory) / "eval.json"
+    evaluation = run.read_evaluation()
     scores = None
-    if evaluation.is_file():
-        scores = json.loads(evaluation.read_text())["deterministic"]["per_seed_mean"]
+    if evaluation is not None:
+        scores = evaluation["deterministic"]["per_seed_mean"]
     elif len(history) > 1:
         scores = [np.nan if s is None else s for s in history[-1]["scores"]]
     best = 0 if scores is None or np.isnan(scores).all() else int(np.nanargmax(scores))
@@ -243,7 +218,7 @@ class ScheduleReplay:
     """
 
     def __init__(self, run: Any) -> None:
-        source = Path(run.run_config.pbt_replay)
+        source = RunDirectory(Path(run.run_config.pbt_replay))
         _, self.schedule = best_lineage(source)
         fields = sorted(self.schedule[0][1])
         config = run.config
@@ -251,7 +226,7 @@ class ScheduleReplay:
         unknown = [n for n in fields if n not in evolvable_fields(type(config))]
         if unknown:
             raise ValueError(
-                f"pbt_replay: {source}'s schedule sets {', '.join(unknown)}, which "
+                f"pbt_replay: {source.path}'s schedule sets {', '.join(unknown)}, which "
                 f"{type(config).__name__} does not hold as data; replay it with the algorithm "
                 "that trained the population."
             )

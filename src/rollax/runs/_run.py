@@ -24,7 +24,7 @@ import numpy as np
 from rollax.checkpoints import Checkpointer
 from rollax.runs._keys import run_keys
 from rollax.runs._pbt import PBTConfig
-from rollax.runs._population import HISTORY, check_population
+from rollax.runs._population import check_population
 from rollax.runs._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.runs._run_dir import RunDirectory, is_writer
 from rollax.runs._video import check_video_path
@@ -128,10 +128,11 @@ class RunConfig:
                 "RunConfig.pbt_replay replays a schedule in a plain run; it cannot be combined "
                 f"with pbt_interval={self.pbt_interval} (a population of its own)."
             )
-        if self.pbt_replay and not (Path(self.pbt_replay) / HISTORY).is_file():
+        replayed = RunDirectory(Path(self.pbt_replay))
+        if self.pbt_replay and not replayed.holds_population():
             raise ValueError(
-                f"RunConfig.pbt_replay {self.pbt_replay!r} holds no {HISTORY}: give the "
-                "directory of a run trained with --pbt-interval."
+                f"RunConfig.pbt_replay {self.pbt_replay!r} holds no {replayed.population.name}: "
+                "give the directory of a run trained with --pbt-interval."
             )
         for name, package, extra in (("wandb", "wandb", "wandb"), ("mlflow", "mlflow", "mlflow")):
             if getattr(self, name) and importlib.util.find_spec(package) is None:
@@ -453,10 +454,12 @@ def resume(
         enable_compilation_cache()
     if total_steps is not None or devices is not None:
         run.directory.write_config(run.config_json())
-    # What a kill left: temporary files, incomplete checkpoints, rows past the checkpoint.
+    # What a kill left: temporary files, incomplete checkpoints, rows and population events
+    # past the checkpoint.
     run.directory.discard_temporaries()
     run.checkpoints.tidy()
     run.directory.truncate_metrics(run.env_steps)
+    run.directory.truncate_population(run.env_steps)
     train_loop(run, callback)
     return run.directory.path
 

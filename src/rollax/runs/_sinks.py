@@ -1,4 +1,8 @@
-"""Where a run's metrics go: a CSV file and TensorBoard, one row per logging interval."""
+"""Where a run's metrics go besides ``metrics.csv``: TensorBoard, one row per logging interval.
+
+``metrics.csv`` itself is the run directory's to write (``RunDirectory.open_metrics``); the
+columns of its members' returns are named here.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rollax._files import wrote
-from rollax.runs._run_dir import csv_line, is_writer, read_metrics, write_atomic
+from rollax.runs._run_dir import is_writer
 from rollax.training import point_labels
 
-__all__ = ["CsvSink", "MetricSink", "TensorBoardSink", "seed_return_fields"]
+__all__ = ["MetricSink", "TensorBoardSink", "seed_return_fields"]
 
 
 def seed_return_fields(num_seeds: int, sweep: Sequence[str] = ()) -> tuple[str, ...]:
@@ -62,45 +66,6 @@ def _summary_writer_class() -> type:
     finally:
         del sys.modules["torch"]
     return SummaryWriter
-
-
-class CsvSink:
-    """Rows appended to a CSV file, flushed after each, so a kill loses at most one row.
-
-    The header is written whole before any row (a kill leaves it or no file); a kill while
-    a row is written can cut that row short, which readers leave out (:func:`read_metrics`).
-    A file with a header already keeps it: rows continue in its columns, so a run resumed by
-    a version that logs more columns stays one readable table (a column it lacks is not
-    written, a column the rows lack is left empty).
-
-    Args:
-        path: The file; a new one gets a header of ``fields``.
-        fields: The columns, in order.
-    """
-
-    def __init__(self, path: Path, fields: Sequence[str]) -> None:
-        self.fields = tuple(fields)
-        self._file = None
-        if not is_writer():
-            return
-        self._path = path
-        header, _ = read_metrics(path)
-        if header:
-            self.fields = tuple(header)
-        else:  # a new file, or one a kill left without a whole header
-            write_atomic(path, csv_line(self.fields).encode())
-        self._file = path.open("a", newline="")
-
-    def write(self, step: int, row: dict[str, Any]) -> None:
-        if self._file is not None:
-            self._file.write(csv_line([row.get(k, "") for k in self.fields]))
-            self._file.flush()
-            wrote(self._path)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 class TensorBoardSink:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rollax.runs._run_dir import RunDirectory, is_writer, write_atomic
+from rollax.runs._run_dir import RunDirectory, is_writer
 
 __all__ = ["MlflowTracker", "Tracker", "TrackerRecord", "WandbTracker", "open_trackers"]
 
@@ -185,8 +185,11 @@ class WandbTracker(Tracker):
         offline = os.environ.get("WANDB_MODE", "").lower() in _OFFLINE_MODES
         # W&B's files go where the user's WANDB_DIR says (a scratch disk), else to the run;
         # named here, as W&B reads its environment once per process.
-        root = os.environ.get("WANDB_DIR") or str(self._directory.path)
-        Path(root, "wandb").mkdir(parents=True, exist_ok=True)
+        scratch = os.environ.get("WANDB_DIR")
+        (Path(scratch, "wandb") if scratch else self._directory.wandb).mkdir(
+            parents=True, exist_ok=True
+        )
+        root = scratch or str(self._directory.path)  # W&B writes under ROOT/wandb/
         run = wandb.init(
             project=project,
             id=run_id,  # None: W&B draws one, kept in trackers.json
@@ -343,29 +346,16 @@ def _flatten(config: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
 class TrackerRecord:
     """``trackers.json``: each tracker's run id and the last step sent to it.
 
-    A run's trackers share one: each rewrites the whole file (atomically) with its own entry
-    updated.
+    A run's trackers share one: each has the run directory rewrite the whole file
+    (atomically) with its own entry updated.
 
     Args:
-        path: The file (read if it exists).
+        directory: The run directory (its ``trackers.json`` is read if it exists).
     """
 
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._entries: dict[str, Any] = {}
-        if path.is_file():
-            try:
-                entries = json.loads(path.read_text())
-            except (OSError, ValueError) as e:
-                entries = f"unreadable ({e})"
-            if not isinstance(entries, dict):
-                print(
-                    f"rollax: {path} is not what rollax writes ({str(entries)[:200]}); the "
-                    "trackers start new runs.",
-                    file=sys.stderr,
-                )
-                entries = {}
-            self._entries = entries
+    def __init__(self, directory: RunDirectory) -> None:
+        self._directory = directory
+        self._entries = directory.read_trackers()
 
     def get(self, tracker: str) -> dict[str, Any]:
         """What the file holds for ``tracker`` (``"wandb"``, ``"mlflow"``); empty if nothing."""
@@ -375,7 +365,7 @@ class TrackerRecord:
     def put(self, tracker: str, entry: dict[str, Any]) -> None:
         """Replace ``tracker``'s entry and write the file."""
         self._entries[tracker] = entry
-        write_atomic(self._path, json.dumps(self._entries, indent=2).encode())
+        self._directory.write_trackers(self._entries)
 
 
 def open_trackers(
@@ -393,7 +383,7 @@ def open_trackers(
     if not is_writer():
         return []
     trackers: list[Tracker] = []
-    record = TrackerRecord(directory.trackers)
+    record = TrackerRecord(directory)
     if run_config.wandb:
         trackers.append(WandbTracker(directory, record, run_config.wandb, config, continuing_only))
     if run_config.mlflow:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from rollax._files import publish, temporary_path
 from rollax.envs import VecEnv
+from rollax.runs._run_dir import RunDirectory
 from rollax.spaces import is_image_key
 from rollax.training import Agent, params_for_batch
 from rollax.types import PRNGKey
@@ -28,11 +28,11 @@ def check_video_path(path: str | Path, directory: str | Path | None = None) -> P
     path = Path(path)
     if path.suffix.lower() not in (".gif", ".mp4"):
         raise ValueError(f"--video must end in .gif or .mp4, got {str(path)!r}.")
-    config_path = Path(directory or "") / "config.json"
-    if directory is not None and config_path.is_file():
+    run = RunDirectory(Path(directory)) if directory is not None else None
+    if run is not None and run.holds_run():
         from rollax.envs import make
 
-        env_id = json.loads(config_path.read_text())["env"]
+        env_id = run.read_config()["env"]
         env = make(env_id)
         if not env.can_render and not _image_keys(env.observation_space):
             raise ValueError(
