@@ -32,7 +32,7 @@ from rollax.agents import (
     build_onpolicy_agent,
     with_defaults,
 )
-from rollax.agents.ppo import feedforward_network
+from rollax.agents.ppo import actor_critic
 from rollax.networks import ActorCritic
 from rollax.ops import gae
 from rollax.runs import Algorithm, RunConfig, evaluate_run, register, resume, train
@@ -110,7 +110,7 @@ def make_a2c(config: A2CConfig, env: str, **make_options) -> object:
         return data.action, advantage, target
 
     learner = OnPolicyLearner(
-        network=feedforward_network(module),
+        network=actor_critic(module),
         obs_spec=observation_spec(env.observation_space, "make_a2c: A2C"),
         optimizer=Optimizer.of(config),
         hyperparams=hyperparams,

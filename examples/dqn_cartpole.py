@@ -30,7 +30,7 @@ import numpy as np
 import optax
 
 import rollax
-from rollax.agents.dqn import next_state_value, q_learning_loss
+from rollax.agents.losses import next_state_value, q_learning_loss
 from rollax.buffers import SequenceBuffer, Transition
 from rollax.networks import QNetwork
 from rollax.ops import nstep_return

@@ -9,7 +9,7 @@ terminates: every episode end is a 200-step truncation, which SAC must bootstrap
 - ``rollax.make`` with ``timestep.final_obs``; ``SequenceBuffer`` replay;
 - ``SquashedGaussianActor`` and ``TanhGaussian`` (stable log-density, any action bounds),
   ``DoubleQ`` critics;
-- ``soft_target``, ``sac_critic_loss``, ``sac_actor_loss``, ``sac_alpha_loss``: SAC's pure
+- ``soft_target``, ``twin_critic_loss``, ``sac_actor_loss``, ``sac_alpha_loss``: SAC's pure
   losses; ``normalize_observation`` and friends for running observation statistics.
 
     python examples/sac_pendulum.py --total-steps 10000
@@ -29,7 +29,8 @@ import numpy as np
 import optax
 
 import rollax
-from rollax.agents.sac import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
+from rollax.agents.losses import twin_critic_loss
+from rollax.agents.sac import sac_actor_loss, sac_alpha_loss, soft_target
 from rollax.buffers import SequenceBuffer, Transition
 from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
 from rollax.ops import normalize_observation, nstep_return, running_stats, update_running_stats
@@ -77,7 +78,7 @@ def main() -> None:
             next_q = critic.apply(target_critic, next_obs, next_action)
             alpha = jnp.exp(params["log_alpha"])
             target = soft_target(ret.reward, ret.discount, next_q, next_log_prob, alpha)
-            return sac_critic_loss(critic.apply(critic_params, obs, batch.action[:, 0]), target)
+            return twin_critic_loss(critic.apply(critic_params, obs, batch.action[:, 0]), target)
 
         def actor_loss(actor_params, critic_params):
             action, log_prob = policy(actor_params, obs).from_noise(noise)

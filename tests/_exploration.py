@@ -16,7 +16,7 @@ def run_and_record_noise(agent: Any, state: Any, steps: int) -> tuple[Any, np.nd
     noises = []
     for _ in range(steps):
         state, _ = agent.run(state, agent.config.steps_per_iteration)
-        noises.append(np.asarray(state.explore[0, 0, :, 0]))
+        noises.append(np.asarray(state.exploration[0, 0, :, 0]))
     return state, np.stack(noises)
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax.agents.dqn import DQNConfig, make_dqn, next_state_value, q_learning_loss
+from rollax.agents.dqn import DQNConfig, make_dqn
+from rollax.agents.losses import next_state_value, q_learning_loss
 from rollax.checkpoints import Checkpointer
 from rollax.envs import VecEnv
 from rollax.envs.probes import Probe, ProbeParams

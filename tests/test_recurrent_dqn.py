@@ -75,7 +75,7 @@ def test_acting_stores_the_carry_before_each_step_and_resets_at_episode_starts()
     assert data.truncated.any() and data.terminated.any()
     # first is the pre-step flag: the observation opens an episode (index 0).
     np.testing.assert_array_equal(data.first, obs == 0)
-    qf = agent.q_function
+    qf = agent.network
     apply = jax.jit(qf.apply)
     carry = qf.initial_carry(NUM_ENVS)
     for t in range(STEPS):
@@ -134,7 +134,7 @@ def test_sequence_targets_match_a_step_by_step_reference(options):
     assert targets.shape == (NUM_ENVS, config.sequence_length)
     for i in range(NUM_ENVS):
         seq = jax.tree.map(lambda x, i=i: x[i], batch)
-        expected = _reference_targets(agent.q_function, learner, seq, config)
+        expected = _reference_targets(agent.network, learner, seq, config)
         np.testing.assert_allclose(targets[i], expected, rtol=1e-5, atol=1e-5)
 
 
@@ -146,7 +146,7 @@ def test_a_truncated_step_bootstraps_under_the_ended_episode_s_carry():
     targets = np.asarray(agent.targets(learner, batch))
     truncated = batch.truncated[:, PROBE.burn_in :]
     assert truncated.any()
-    qf = agent.q_function
+    qf = agent.network
     for i, t in zip(*np.nonzero(truncated), strict=True):
         seq = jax.tree.map(lambda x, i=i: x[i], batch)
         step = PROBE.burn_in + t

@@ -19,7 +19,6 @@ from _probes import Counter
 from rollax._xla_cpu import scheduler_deadlocks
 from rollax.agents.ppo import (
     PRESETS,
-    PolicyNetwork,
     PPOConfig,
     make_ppo,
     replay,
@@ -27,10 +26,10 @@ from rollax.agents.ppo import (
     shuffled_sequences,
 )
 from rollax.envs import VecEnv
-from rollax.networks import Categorical
+from rollax.networks import Categorical, Network
 
 
-def counting_network() -> PolicyNetwork:
+def counting_network() -> Network:
     """A uniform policy whose carry counts the observations seen in the episode.
 
     Its value is that count: 1 at an episode's first observation.
@@ -48,15 +47,14 @@ def counting_network() -> PolicyNetwork:
         logits = jnp.zeros((*first.shape, 2)) + params["w"]
         return carry, Categorical(logits), value
 
-    return PolicyNetwork(
+    return Network(
         init=lambda key, obs: {"w": jnp.zeros(())},
         initial_carry=lambda batch: jnp.zeros((batch, 1)),
         apply=apply,
-        discrete=True,
     )
 
 
-def _counter_ppo(network: PolicyNetwork | None = None, **options: Any) -> Any:
+def _counter_ppo(network: Network | None = None, **options: Any) -> Any:
     settings = dict(num_envs=8, num_steps=16, recurrent="gru", cell_size=16, hidden_sizes=(16,))
     config = PPOConfig(**{**settings, **options})
     return make_ppo(config, VecEnv(Counter(), 8), network=network or counting_network())

@@ -10,12 +10,12 @@ import pytest
 import scipy.stats
 
 from _exploration import assert_red_noise, assert_resume_is_bit_identical, run_and_record_noise
+from rollax.agents.losses import twin_critic_loss
 from rollax.agents.sac import (
     SACConfig,
     make_sac,
     sac_actor_loss,
     sac_alpha_loss,
-    sac_critic_loss,
     soft_target,
 )
 from rollax.envs import VecEnv
@@ -48,7 +48,7 @@ def test_losses_against_hand_computed_values():
     q = jnp.asarray([[4.0, 2.0], [3.0, 1.0]])
     # Critic 1 errors 0.12, 0 -> 0.0072; critic 2 errors -0.88, -1 -> 0.8872; halved.
     expected = 0.5 * ((0.12**2 + 0.0) / 2 + (0.88**2 + 1.0) / 2)
-    np.testing.assert_allclose(sac_critic_loss(q, target), expected, rtol=1e-5)
+    np.testing.assert_allclose(twin_critic_loss(q, target), expected, rtol=1e-5)
     log_prob = jnp.asarray([-1.0, -2.0])
     np.testing.assert_allclose(
         sac_actor_loss(q, log_prob, 0.5), ((0.5 * -1.0 - 3.0) + (0.5 * -2.0 - 1.0)) / 2
@@ -179,7 +179,7 @@ def test_correlated_exploration_keeps_the_policy_distribution_and_persists():
     agent = make_sac(config, "Pendulum-v1")
     _, noise = run_and_record_noise(agent, agent.init(jax.random.key(0)), 40)
     assert_red_noise(noise, 0.9)
-    assert make_sac(PROBE, "Pendulum-v1").init(jax.random.key(0)).explore is None
+    assert make_sac(PROBE, "Pendulum-v1").init(jax.random.key(0)).exploration is None
     with pytest.raises(ValueError, match=r"exploration_correlation=1.0 must lie in \[0, 1\)"):
         make_sac(PROBE.replace(exploration_correlation=1.0), "Pendulum-v1")
 

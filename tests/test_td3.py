@@ -145,7 +145,7 @@ def test_correlated_exploration_moves_the_actor_s_actions_by_red_noise():
     expected = np.clip(actor_action[0, :, 0] + noise * 0.1 * 0.5 * (high - low), low, high)
     np.testing.assert_allclose(stored, expected, atol=1e-6)
     probe = VecEnv(Probe("action", continuous=True), PROBE.num_envs)
-    assert make_td3(PROBE, probe).init(jax.random.key(0)).explore is None
+    assert make_td3(PROBE, probe).init(jax.random.key(0)).exploration is None
     with pytest.raises(ValueError, match=r"exploration_correlation=1.0 must lie in \[0, 1\)"):
         make_td3(PROBE.replace(exploration_correlation=1.0), "Pendulum-v1")
 

@@ -8,11 +8,15 @@ are functions of :mod:`rollax.agents.onpolicy`, each callable on its own. The of
 (DQN, SAC, TD3) owns acting into a replay buffer and learning from it: an algorithm gives
 :func:`build_offpolicy_agent` an :class:`OffPolicyLearner`, with the fields of
 :class:`OffPolicyConfig`; its pieces (acting and storing, learning from the replay, the
-iteration) are functions of :mod:`rollax.agents.offpolicy`. :func:`with_defaults` gives a
-configuration subclass its own defaults for the fields it inherits.
+iteration) are functions of :mod:`rollax.agents.offpolicy`. Both speak one vocabulary: a
+learner's ``explore`` chooses the actions a run collects with, its ``act`` evaluation's
+(greedy when deterministic), and what exploration carries between steps is
+``OffPolicyState.exploration``. The losses several agents learn with are
+:mod:`rollax.agents.losses`. :func:`with_defaults` gives a configuration subclass its own
+defaults for the fields it inherits.
 """
 
-from rollax.agents import dqn, offpolicy, onpolicy, ppo, pqn, sac, td3
+from rollax.agents import dqn, losses, offpolicy, onpolicy, ppo, pqn, sac, td3
 from rollax.agents._offpolicy import (
     OffPolicyDriver,
     OffPolicyLearner,
@@ -51,6 +55,7 @@ __all__ = [
     "build_offpolicy_agent",
     "build_onpolicy_agent",
     "dqn",
+    "losses",
     "offpolicy",
     "onpolicy",
     "ppo",

@@ -1,6 +1,6 @@
 """What the agents of continuous actions share (SAC, TD3).
 
-The box they act in, how they explore in it (``exploring_act``), and the correlated noise
+The box they act in, how they explore in it (``explore_in_box``), and the correlated noise
 they may explore with.
 """
 
@@ -23,7 +23,7 @@ __all__ = [
     "RedNoise",
     "action_box",
     "critic_values",
-    "exploring_act",
+    "explore_in_box",
     "image_shapes",
     "red_noise",
     "stretch_learner_schedule",
@@ -80,7 +80,7 @@ class RedNoise(NamedTuple):
     For each environment and action dimension an AR(1) process
     ``x' = rho * x + sqrt(1 - rho**2) * e`` with ``e ~ N(0, 1)``, whose marginal stays the
     standard normal. The state is the last noise of each of a shard's environments, float32
-    ``(num_envs // num_shards, action_dim)`` (``OffPolicyState.explore``).
+    ``(num_envs // num_shards, action_dim)`` (``OffPolicyState.exploration``).
 
     Attributes:
         correlation: ``rho``, in (0, 1).
@@ -117,29 +117,31 @@ def red_noise(config: Any, env: VecEnv, box: ActionBox) -> RedNoise | None:
     return RedNoise(config.exploration_correlation, (env.num_envs, box.dim), config.num_shards > 1)
 
 
-def exploring_act(
+def explore_in_box(
     config: Any, box: ActionBox, red: RedNoise | None, from_noise: Any, sample: Any
 ) -> Any:
-    """An agent's off-policy ``act``, exploring in the box.
+    """An agent's off-policy ``explore``, in the box.
 
-    ``(learner, explore, obs, key, env_steps) -> (action, explore)``. With ``red``
-    (``exploration_correlation``): ``explore`` is advanced one AR(1) step and the action is
-    ``from_noise(learner, obs, explore)``, from the first step. Otherwise:
+    ``(learner, exploration, obs, key, env_steps) -> (action, exploration)``. With ``red``
+    (``exploration_correlation``): the noise in ``exploration`` is advanced one AR(1) step and
+    the action is ``from_noise(learner, obs, noise)``, from the first step. Otherwise:
     ``sample(learner, obs, key)`` once ``env_steps`` (per seed) reaches
-    ``config.learning_starts``, uniform actions in the box before (``explore`` stays
+    ``config.learning_starts``, uniform actions in the box before (``exploration`` stays
     ``None``).
     """
 
-    def act(learner: Any, explore: Any, obs: Any, key: PRNGKey, env_steps: jax.Array) -> tuple:
+    def explore(
+        learner: Any, exploration: Any, obs: Any, key: PRNGKey, env_steps: jax.Array
+    ) -> tuple:
         if red:
-            explore = red.advance(explore, key)
-            return from_noise(learner, obs, explore), explore
+            exploration = red.advance(exploration, key)
+            return from_noise(learner, obs, exploration), exploration
         k_sample, k_uniform = jax.random.split(key)
         action = sample(learner, obs, k_sample)
         uniform = box.uniform(k_uniform, action.shape)
-        return jnp.where(env_steps < config.learning_starts, uniform, action), explore
+        return jnp.where(env_steps < config.learning_starts, uniform, action), exploration
 
-    return act
+    return explore
 
 
 def action_box(who: str, env: VecEnv, other: str) -> ActionBox:

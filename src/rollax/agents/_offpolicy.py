@@ -41,13 +41,10 @@ import jax
 import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
-from rollax.agents._replay import (
-    no_carry,
-    replay_buffer,
-    transition_example,
-)
+from rollax.agents._replay import replay_buffer, transition_example
 from rollax.buffers import BufferState, SequenceBuffer, Transition
 from rollax.envs import EnvParams, EnvState, VecEnv
+from rollax.networks import no_carry
 from rollax.ops import (
     normalize_observation,
     observation_stats,
@@ -74,8 +71,8 @@ __all__ = [
     "OffPolicyLearner",
     "OffPolicyState",
     "build_offpolicy_agent",
+    "feedforward_explore",
     "feedforward_act",
-    "feedforward_policy_act",
     "OffPolicyDriver",
     "act_and_store",
     "init_offpolicy_state",
@@ -96,8 +93,8 @@ class OffPolicyState:
     Attributes:
         learner: The agent's learner state (networks, targets, optimizers, hyperparameters),
             per seed.
-        explore: The exploration state of each shard's environments (the correlated noise
-            of SAC and TD3), per shard; ``None`` for agents without one.
+        exploration: The exploration state of each shard's environments (the correlated
+            noise of SAC and TD3), per shard; ``None`` for agents without one.
         buffer: Each shard's replay (a :class:`~rollax.buffers.BufferState`).
         obs_stats: Running observation statistics, per seed (used with ``normalize_obs``).
         env_state: Each shard's environments.
@@ -115,7 +112,7 @@ class OffPolicyState:
     """
 
     learner: Any
-    explore: Any
+    exploration: Any
     buffer: BufferState
     obs_stats: Any
     env_state: EnvState
@@ -136,7 +133,7 @@ class OffPolicyState:
 
 LAYOUT = OffPolicyState(
     learner=SEED,
-    explore=SHARD,
+    exploration=SHARD,
     buffer=SHARD,
     obs_stats=SEED,
     env_state=SHARD,
@@ -152,34 +149,35 @@ LAYOUT = OffPolicyState(
 """Where each part of :class:`OffPolicyState` lives (see :mod:`rollax.training`'s layouts)."""
 
 
-def feedforward_act(act: Callable[..., tuple[jax.Array, Any]]) -> Callable[..., tuple]:
-    """A feed-forward learner's ``act`` in the driver's interface (with a carry).
+def feedforward_explore(explore: Callable[..., tuple[jax.Array, Any]]) -> Callable[..., tuple]:
+    """A feed-forward learner's ``explore`` in the driver's interface (with a carry).
 
-    ``act(learner, explore, obs, key, env_steps) -> (action, explore)`` becomes the driver's
-    ``(learner, explore, obs, carry, first, key, env_steps) -> (action, explore, carry)``.
+    ``explore(learner, exploration, obs, key, env_steps) -> (action, exploration)`` becomes
+    the driver's ``(learner, exploration, obs, carry, first, key, env_steps) -> (action,
+    exploration, carry)``.
     """
 
     def with_carry(
-        learner: Any, explore: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey,
+        learner: Any, exploration: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey,
         env_steps: jax.Array,
     ) -> tuple[jax.Array, Any, Any]:  # fmt: skip
-        action, explore = act(learner, explore, obs, key, env_steps)
-        return action, explore, carry
+        action, exploration = explore(learner, exploration, obs, key, env_steps)
+        return action, exploration, carry
 
     return with_carry
 
 
-def feedforward_policy_act(policy_act: Callable[..., jax.Array]) -> Callable[..., tuple]:
-    """A feed-forward learner's ``policy_act`` in the driver's interface (with a carry).
+def feedforward_act(act: Callable[..., jax.Array]) -> Callable[..., tuple]:
+    """A feed-forward learner's ``act`` in the driver's interface (with a carry).
 
-    ``policy_act(learner, obs, key, deterministic) -> action`` becomes the driver's
+    ``act(learner, obs, key, deterministic) -> action`` becomes the driver's
     ``(learner, obs, carry, first, key, deterministic) -> (action, carry)``.
     """
 
     def with_carry(
         learner: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey, deterministic: bool
     ) -> tuple[jax.Array, Any]:
-        return policy_act(learner, obs, key, deterministic), carry
+        return act(learner, obs, key, deterministic), carry
 
     return with_carry
 
@@ -218,7 +216,7 @@ def checkpoint_hooks(
 def init_offpolicy_state(
     start: ShardStart,
     learner: Any,
-    explore: Any,
+    exploration: Any,
     buffer: SequenceBuffer,
     obs_spec: Any,
     env: VecEnv,
@@ -229,7 +227,7 @@ def init_offpolicy_state(
     Args:
         start: The shard's start (from the training layer).
         learner: The seed's new learner.
-        explore: The shard's exploration state (``None`` for none).
+        exploration: The shard's exploration state (``None`` for none).
         buffer: The shard's replay buffer.
         obs_spec: One observation's spec (vector or dict).
         env: The shard's batch.
@@ -238,7 +236,7 @@ def init_offpolicy_state(
     num_envs = env.num_envs
     return OffPolicyState(
         learner=learner,
-        explore=explore,
+        exploration=exploration,
         buffer=buffer.init(transition_example(obs_spec, env, initial_carry)),
         obs_stats=observation_stats(obs_spec),
         env_state=start.env_state,
@@ -293,15 +291,15 @@ class OffPolicyDriver:
 def act_and_store(
     driver: OffPolicyDriver, state: OffPolicyState
 ) -> tuple[OffPolicyState, tuple[jax.Array, jax.Array]]:
-    """One vectorized step: act with the learner's ``act``, step, store the transitions.
+    """One vectorized step: act with the learner's ``explore``, step, store the transitions.
 
     Returns the state and the step's ended episodes and the sum of their returns.
     """
     config, env, learner = driver.config, driver.env, driver.learner
     key, act_key = jax.random.split(state.key)
     seen = driver.observe(state.obs_stats, state.obs)
-    action, explore, carry = learner.act(
-        state.learner, state.explore, seen, state.carry, state.first, act_key, state.env_steps
+    action, exploration, carry = learner.explore(
+        state.learner, state.exploration, seen, state.carry, state.first, act_key, state.env_steps
     )
     env_state, ts = env.step(
         state.env_state, action.astype(env.action_space.dtype), state.env_params
@@ -326,7 +324,7 @@ def act_and_store(
         jnp.where(ts.done, ts.info["episode_return"], 0.0).sum(),
     )
     state = state.replace(
-        explore=explore,
+        exploration=exploration,
         buffer=driver.buffer.add(state.buffer, transition),
         obs_stats=stats,
         env_state=env_state,
@@ -438,10 +436,11 @@ class OffPolicyLearner:
         hyperparams: ``config -> hparams``: one seed's hyperparameters held as data, for a
             member's configuration (see :func:`rollax.training.build_agent`).
         init: ``(key, hparams) -> learner`` of one seed (``hparams`` float32 ``()`` leaves).
-        act: ``(learner, explore, obs, carry, first, key, env_steps) -> (action, explore,
-            carry)``: ``obs`` leaves ``(E, ...)`` (normalized if asked), ``first`` bool
-            ``(E,)`` (the observation opens an episode), ``carry`` the learner's carry
-            (``()`` for a feed-forward learner), ``env_steps`` int32 ``()``.
+        explore: ``(learner, exploration, obs, carry, first, key, env_steps) -> (action,
+            exploration, carry)``: the actions the run collects with. ``obs`` leaves ``(E,
+            ...)`` (normalized if asked), ``first`` bool ``(E,)`` (the observation opens an
+            episode), ``carry`` the learner's carry (``()`` for a feed-forward learner),
+            ``env_steps`` int32 ``()``.
         learn: ``(learner, batch, weight, key) -> (learner, metrics)``, and with prioritized
             replay ``-> (learner, metrics, priority)``: ``batch`` a :class:`Transition` with
             leaves ``(batch_size / num_shards, replay_length, ...)`` (observations
@@ -451,11 +450,12 @@ class OffPolicyLearner:
             for only when the replay is prioritized). Its gradient step averages over the
             shards.
         metric_names: ``learn``'s metrics.
-        policy_act: ``(learner, obs, carry, first, key, deterministic) -> (action,
-            carry)`` of one seed for evaluation and video (``obs`` as the learner sees them,
-            ``(B, ...)``; ``first`` and ``carry`` as in ``act``).
+        act: ``(learner, obs, carry, first, key, deterministic) -> (action, carry)`` of one
+            seed for evaluation and video (``obs`` as the learner sees them, ``(B, ...)``;
+            ``first`` and ``carry`` as in ``explore``), the greedy ones when
+            ``deterministic``.
         with_budget: The resume hook for a new budget.
-        init_explore: ``(key, start) -> explore`` of one shard (``None``: no exploration
+        init_exploration: ``(key, start) -> exploration`` of one shard (``None``: no exploration
             state): ``key`` the seed's learner key, ``start`` the shard's start.
         importance_exponent: ``learner -> beta`` for prioritized replay, else ``None``.
         initial_carry: ``batch -> carry``: a recurrent learner's carry of ``batch``
@@ -465,12 +465,12 @@ class OffPolicyLearner:
     obs_spec: Any
     hyperparams: Callable[[Any], Any]
     init: Callable[[PRNGKey, Any], Any]
-    act: Callable[..., tuple[jax.Array, Any, Any]]
+    explore: Callable[..., tuple[jax.Array, Any, Any]]
     learn: Callable[..., tuple[Any, ...]]
     metric_names: Sequence[str]
-    policy_act: Callable[..., tuple[jax.Array, Any]]
+    act: Callable[..., tuple[jax.Array, Any]]
     with_budget: Callable[[Any, int], Any]
-    init_explore: Callable[[PRNGKey, ShardStart], Any] | None = None
+    init_exploration: Callable[[PRNGKey, ShardStart], Any] | None = None
     importance_exponent: Callable[[Any], jax.Array] | None = None
     initial_carry: Callable[[int], Any] = no_carry
 
@@ -485,15 +485,15 @@ def build_offpolicy_agent(name: str, config: Any, env: VecEnv, learner: OffPolic
         learner: The algorithm's own part.
     """
     obs_spec, initial_carry = learner.obs_spec, learner.initial_carry
-    init_explore, init_learner = learner.init_explore, learner.init
+    init_exploration, init_learner = learner.init_exploration, learner.init
     buffer = replay_buffer(config)
     driver = OffPolicyDriver(config, env, buffer, learner, gradient_step_for(config))
 
     def init(key: PRNGKey, start: ShardStart, hparams: Any) -> OffPolicyState:
-        explore = None if init_explore is None else init_explore(key, start)
+        exploration = None if init_exploration is None else init_exploration(key, start)
         seed_learner = init_learner(key, hparams)
         return init_offpolicy_state(
-            start, seed_learner, explore, buffer, obs_spec, env, initial_carry
+            start, seed_learner, exploration, buffer, obs_spec, env, initial_carry
         )
 
     def act_for_policy(
@@ -505,7 +505,7 @@ def build_offpolicy_agent(name: str, config: Any, env: VecEnv, learner: OffPolic
         deterministic: bool,
     ) -> tuple[jax.Array, Any]:
         seen = observe_for_policy(state, obs, config.normalize_obs)
-        return learner.policy_act(state.learner, seen, carry, first, key, deterministic)
+        return learner.act(state.learner, seen, carry, first, key, deterministic)
 
     to_checkpoint, from_checkpoint = checkpoint_hooks(config, buffer, obs_spec, env, initial_carry)
     return build_agent(

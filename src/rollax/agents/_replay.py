@@ -5,7 +5,7 @@
   compact as the config says).
 - :func:`transition_example`: the shape of one stored transition (with ``first`` and the
   carry before the step for a recurrent learner, :func:`is_recurrent`; a feed-forward
-  learner's carry is :func:`no_carry`).
+  learner's carry is :func:`~rollax.networks.no_carry`).
 - :func:`nstep_window`: a sampled batch of windows as a one-step learner reads it, with
   n-step returns that stop at a termination and bootstrap a truncation.
 """
@@ -20,11 +20,11 @@ import jax.numpy as jnp
 
 from rollax.buffers import SequenceBuffer, Transition
 from rollax.envs import VecEnv
+from rollax.networks import no_carry
 from rollax.ops import NStepReturn, nstep_return
 
 __all__ = [
     "is_recurrent",
-    "no_carry",
     "nstep_window",
     "replay_buffer",
     "transition_example",
@@ -47,11 +47,6 @@ def replay_buffer(config: Any) -> SequenceBuffer:
         priority_exponent=getattr(config, "priority_exponent", 0.6),
         compact=config.compact_replay,
     )
-
-
-def no_carry(batch: int) -> tuple:
-    """The carry of a feed-forward learner: ``()``, whatever the batch."""
-    return ()
 
 
 def is_recurrent(initial_carry: Callable[[int], Any]) -> bool:

@@ -1,4 +1,7 @@
-"""Neural networks (Flax linen): MLP and CNN torsos, actor-critic heads, recurrent cells, Q-nets."""
+"""Neural networks (Flax linen), and the one interface the agents drive them through.
+
+MLP and CNN torsos, actor-critic heads, recurrent cells, Q-networks; :class:`Network`.
+"""
 
 from rollax.networks._actor_critic import (
     ACTIVATIONS,
@@ -9,6 +12,13 @@ from rollax.networks._actor_critic import (
     action_head,
 )
 from rollax.networks._distributions import Categorical, DiagGaussian, TanhGaussian
+from rollax.networks._driven import (
+    Network,
+    Unrolled,
+    feedforward_network,
+    no_carry,
+    recurrent_network,
+)
 from rollax.networks._init import orthogonal
 from rollax.networks._q import (
     DeterministicActor,
@@ -17,6 +27,7 @@ from rollax.networks._q import (
     SquashedGaussianActor,
     q_head,
 )
+from rollax.networks._q_network import q_network
 from rollax.networks._recurrent import (
     CELLS,
     Cell,
@@ -46,6 +57,12 @@ __all__ = [
     "reset_carry",
     "run_cell",
     "MLP",
+    "Network",
+    "Unrolled",
+    "feedforward_network",
+    "no_carry",
+    "q_network",
+    "recurrent_network",
     "ActorCritic",
     "Activation",
     "CNNEncoder",

@@ -165,7 +165,7 @@ class RecurrentActorCritic(_Recurrent):
     The encoder (an MLP on vector observations; for dict observations a CNN per image, or
     the flattened image, joined with the vectors first) runs on every observation at once;
     only the cell runs step by step. Call it through its methods, as
-    :func:`rollax.agents.ppo.recurrent_network` does: ``encode``, ``step`` and
+    :func:`~rollax.networks.recurrent_network` does: ``encode``, ``step`` and
     :meth:`outputs`; ``__call__`` is one whole step, for ``init``.
 
     Attributes:
@@ -226,7 +226,7 @@ class RecurrentQNetwork(_Recurrent):
     The encoder (an MLP on vector observations; for dict observations a CNN per image, or
     each image flattened with ``encoder="flatten"``, joined with the vectors first) runs on
     every observation at once; only the cell runs step by step. Call it through its
-    methods, as :func:`rollax.agents.dqn.q_function` does: ``encode``, ``step`` and
+    methods, as :func:`~rollax.networks.recurrent_network` does: ``encode``, ``step`` and
     :meth:`q_values`; ``__call__`` is one whole step, for ``init``.
 
     Attributes:

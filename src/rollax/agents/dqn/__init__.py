@@ -7,8 +7,7 @@ Feed-forward DQN learns from windows of ``n_step`` transitions; recurrent DQN
 
 from rollax.agents.dqn.agent import DQN, DQNHyperParams, DQNLearner, make_dqn
 from rollax.agents.dqn.config import PRESETS, DQNConfig
-from rollax.agents.dqn.losses import next_state_value, q_learning_loss, sequence_priority
-from rollax.agents.dqn.network import QFunction, Unrolled, feedforward_q, q_function, recurrent_q
+from rollax.agents.dqn.losses import sequence_priority
 from rollax.agents.dqn.sequences import (
     SequenceReplay,
     replay_sequences,
@@ -22,15 +21,8 @@ __all__ = [
     "DQNConfig",
     "DQNHyperParams",
     "DQNLearner",
-    "QFunction",
     "SequenceReplay",
-    "Unrolled",
-    "feedforward_q",
     "make_dqn",
-    "next_state_value",
-    "q_function",
-    "q_learning_loss",
-    "recurrent_q",
     "replay_sequences",
     "sequence_loss",
     "sequence_priority",

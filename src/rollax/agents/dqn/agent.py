@@ -36,16 +36,16 @@ from rollax.agents._offpolicy import (
     observe_for_policy,
 )
 from rollax.agents.dqn.config import DQNConfig
-from rollax.agents.dqn.losses import next_state_value, q_learning_loss
-from rollax.agents.dqn.network import QFunction, q_function
 from rollax.agents.dqn.sequences import (
     SequenceReplay,
     replay_sequences,
     sequence_loss,
     sequence_targets,
 )
+from rollax.agents.losses import next_state_value, q_learning_loss
 from rollax.buffers import Transition
 from rollax.envs import VecEnv
+from rollax.networks import Network, q_network
 from rollax.ops import nstep_return
 from rollax.spaces import Discrete
 from rollax.training import (
@@ -134,9 +134,9 @@ class DQN(Agent):
         q_values: ``(state, obs) -> q``: every seed's online Q-values, float32
             ``(num_seeds, B, num_actions)`` for observations ``(num_seeds, B, ...)`` (raw:
             normalized inside when ``normalize_obs``). A recurrent network sees each
-            observation as the first of an episode (a fresh carry); step ``q_function``
+            observation as the first of an episode (a fresh carry); step ``network``
             with a carry for the values inside an episode.
-        q_function: The Q-network's :class:`~rollax.agents.dqn.network.QFunction`, for one
+        network: The Q-network (a :class:`~rollax.networks.Network`), for one
             seed's parameters (``state.learner.params`` of one seed).
         targets: ``(learner, batch) -> targets``: the TD targets the learner trains on, for
             one seed's learner and a batch as replay samples it (observations as the
@@ -146,7 +146,7 @@ class DQN(Agent):
     """
 
     q_values: Any = None
-    q_function: QFunction | None = None
+    network: Network | None = None
     targets: Any = None
 
 
@@ -178,7 +178,9 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             f"{env.action_space!r}. Use SAC (rollax.agents.sac) for continuous actions."
         )
     num_actions = int(env.action_space.n)
-    network, obs_spec = q_function(config, env, num_actions, dueling=config.dueling)
+    network, obs_spec = q_network(
+        config, env.observation_space, num_actions, dueling=config.dueling
+    )
     step = gradient_step_for(config)
     optimizer = Optimizer.of(config, clip_value=config.clip_grad_value)
 
@@ -200,9 +202,9 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         carry, q = network.apply(params, obs, carry, first)
         return epsilon_greedy_action(q, key, eps), carry
 
-    def act(
+    def explore(
         learner: DQNLearner,
-        explore: None,
+        exploration: None,
         obs: Any,
         carry: Any,
         first: jax.Array,
@@ -211,7 +213,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     ) -> tuple:
         eps = epsilon(learner.hparams, env_steps)
         action, carry = epsilon_greedy(learner.params, obs, carry, first, key, eps)
-        return action, explore, carry
+        return action, exploration, carry
 
     recurrent = config.recurrent != "none"
 
@@ -258,7 +260,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         online = network.unroll(
             learner.params, steps.obs, replayed.online_start, steps.first, steps.next_obs
         )
-        target = sequence_targets(config, replayed, online.successor_q, learner.hparams.gamma)
+        target = sequence_targets(config, replayed, online.successor_outputs, learner.hparams.gamma)
         return target.T
 
     def learn(learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey) -> tuple:
@@ -288,7 +290,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             return learner, metrics, priority
         return learner, metrics
 
-    def policy_act(
+    def act(
         learner: DQNLearner,
         obs: Any,
         carry: Any,
@@ -321,10 +323,10 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
         obs_spec=obs_spec,
         hyperparams=hyperparams,
         init=init_learner,
-        act=act,
+        explore=explore,
         learn=learn,
         metric_names=METRICS,
-        policy_act=policy_act,
+        act=act,
         with_budget=with_budget,
         importance_exponent=(lambda learner: learner.hparams.importance_exponent)
         if config.prioritized
@@ -333,4 +335,4 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     )
     agent = build_offpolicy_agent("dqn", config, env, learner)
     every_seed = jax.jit(agent.per_seed(q_values, (LAYOUT, SEED)))
-    return DQN(**vars(agent), q_values=every_seed, q_function=network, targets=targets)
+    return DQN(**vars(agent), q_values=every_seed, network=network, targets=targets)

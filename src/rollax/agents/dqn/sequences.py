@@ -20,9 +20,10 @@ import jax
 import jax.numpy as jnp
 
 from rollax.agents.dqn.config import DQNConfig
-from rollax.agents.dqn.losses import next_state_value, q_learning_loss, sequence_priority
-from rollax.agents.dqn.network import QFunction
+from rollax.agents.dqn.losses import sequence_priority
+from rollax.agents.losses import next_state_value, q_learning_loss
 from rollax.buffers import Transition
+from rollax.networks import Network
 from rollax.ops import lambda_returns, nstep_targets
 
 __all__ = ["SequenceReplay", "replay_sequences", "sequence_loss", "sequence_targets"]
@@ -46,7 +47,7 @@ class SequenceReplay(NamedTuple):
 
 
 def replay_sequences(
-    network: QFunction, burn_in: int, params: Any, target_params: Any, batch: Transition
+    network: Network, burn_in: int, params: Any, target_params: Any, batch: Transition
 ) -> SequenceReplay:
     """Burn in ``batch``'s sequences and value their successors with the target network.
 
@@ -71,7 +72,7 @@ def replay_sequences(
     target = network.unroll(
         target_params, steps.obs, burned_in(target_params), steps.first, steps.next_obs
     )
-    return SequenceReplay(steps, burned_in(params), jax.lax.stop_gradient(target.successor_q))
+    return SequenceReplay(steps, burned_in(params), jax.lax.stop_gradient(target.successor_outputs))
 
 
 def sequence_targets(
@@ -99,7 +100,7 @@ def sequence_targets(
 
 
 def sequence_loss(
-    network: QFunction,
+    network: Network,
     config: DQNConfig,
     replay: SequenceReplay,
     weight: jax.Array,
@@ -117,10 +118,12 @@ def sequence_loss(
 
     def loss_fn(params: Any) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
         out = network.unroll(params, steps.obs, replay.online_start, steps.first, steps.next_obs)
-        target = sequence_targets(config, replay, jax.lax.stop_gradient(out.successor_q), gamma)
+        target = sequence_targets(
+            config, replay, jax.lax.stop_gradient(out.successor_outputs), gamma
+        )
         t, b = target.shape
         loss, td_error = q_learning_loss(
-            out.q.reshape(t * b, -1),
+            out.outputs.reshape(t * b, -1),
             steps.action.reshape(t * b),
             target.reshape(t * b),
             jnp.broadcast_to(weight, (t, b)).reshape(t * b),

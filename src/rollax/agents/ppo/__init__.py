@@ -13,12 +13,7 @@ from rollax.agents._minibatches import (
 from rollax.agents.ppo.agent import LAYOUT, PPO, PPOHyperParams, PPOState, Rollout, make_ppo
 from rollax.agents.ppo.config import PRESETS, PPOConfig
 from rollax.agents.ppo.losses import PPOLossTerms, ppo_loss
-from rollax.agents.ppo.network import (
-    PolicyNetwork,
-    feedforward_network,
-    network_for,
-    recurrent_network,
-)
+from rollax.agents.ppo.network import actor_critic, network_for
 
 __all__ = [
     "LAYOUT",
@@ -28,14 +23,12 @@ __all__ = [
     "PPOHyperParams",
     "PPOLossTerms",
     "PPOState",
-    "PolicyNetwork",
     "Rollout",
     "Sequences",
-    "feedforward_network",
+    "actor_critic",
     "make_ppo",
     "network_for",
     "ppo_loss",
-    "recurrent_network",
     "replay",
     "rollout_sequences",
     "shuffled_samples",

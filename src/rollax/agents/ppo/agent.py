@@ -26,8 +26,9 @@ from rollax.agents._onpolicy import (
 )
 from rollax.agents.ppo.config import PPOConfig
 from rollax.agents.ppo.losses import ppo_loss
-from rollax.agents.ppo.network import PolicyNetwork, network_for
+from rollax.agents.ppo.network import network_for
 from rollax.envs import VecEnv
+from rollax.networks import Network
 from rollax.ops import gae
 from rollax.training import Optimizer, OptimizerHyperParams, optimizer_values, shard_env
 from rollax.types import PRNGKey
@@ -89,11 +90,11 @@ class PPO(OnPolicyAgent):
             :class:`Rollout` with leaves ``(num_steps, num_seeds * num_envs, ...)`` (seed by
             seed, each seed's shards in order); ``rollout.extras["log_prob"]`` holds the
             sampled actions' log-probabilities.
-        network: The :class:`~rollax.agents.ppo.PolicyNetwork` every part of PPO calls.
+        network: The :class:`~rollax.networks.Network` every part of PPO calls.
     """
 
 
-def ppo_learner(config: PPOConfig, network: PolicyNetwork, obs_spec: Any) -> OnPolicyLearner:
+def ppo_learner(config: PPOConfig, network: Network, obs_spec: Any) -> OnPolicyLearner:
     """PPO's part of the on-policy driver: sampled actions, GAE, the clipped loss."""
 
     def explore(state: OnPolicyState, outputs: tuple, key: PRNGKey) -> tuple:
@@ -151,7 +152,7 @@ def make_ppo(
     config: PPOConfig,
     env: VecEnv | str,
     *,
-    network: PolicyNetwork | None = None,
+    network: Network | None = None,
     **make_options: Any,
 ) -> PPO:
     """Build PPO for an environment.
@@ -161,9 +162,10 @@ def make_ppo(
         env: A registered id (built with ``num_envs // num_shards`` environments and the
             config's ``frame_stack`` and ``action_repeat``) or a ``VecEnv`` of one shard's
             environments: exactly ``num_envs // num_shards``, wrapped as it should be.
-        network: A :class:`PolicyNetwork` of your own instead of the one the configuration
-            describes. A network whose carry has leaves is recurrent: the loss replays
-            sequences (``chunk_length``, ``burn_in``).
+        network: A :class:`~rollax.networks.Network` of your own, with outputs
+            ``(distribution, value)``, instead of the one the configuration describes. A
+            network whose carry has leaves is recurrent: the loss replays sequences
+            (``chunk_length``, ``burn_in``).
         **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
 
     Raises:

@@ -1,104 +1,53 @@
-"""PPO's network behind one interface: ``(params, obs, carry, first) -> (carry, dist, value)``.
+"""PPO's actor-critic, as a :class:`~rollax.networks.Network` with outputs ``(dist, value)``.
 
-The rollout, the loss, evaluation and video all call ``PolicyNetwork.apply``, so a
-recurrent network only has to fill the same interface: ``carry`` is its hidden state (``()``
-for a feed-forward network), and ``first`` (bool, one flag per observation) marks the
-observations that open an episode, where a recurrent network starts from a fresh carry.
+The rollout, the loss, evaluation and video all call its ``apply(params, obs, carry, first)
+-> (carry, distribution, value)``, so a recurrent network only has to fill the same
+interface; ``distribution`` is a :class:`~rollax.networks.Categorical` or
+:class:`~rollax.networks.DiagGaussian` over the actions, ``value`` float32 of the
+observations' leading axes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
-
-import jax
-import jax.numpy as jnp
+from typing import Any
 
 from rollax.agents.ppo.config import PPOConfig
 from rollax.envs import VecEnv
 from rollax.networks import (
     ActorCritic,
+    Network,
     RecurrentActorCritic,
     VisionActorCritic,
     action_distribution,
     action_head,
-    initial_carry,
-    run_cell,
+    feedforward_network,
+    recurrent_network,
 )
 from rollax.spaces import is_image_key, observation_spec
-from rollax.types import PRNGKey
 
-__all__ = ["PolicyNetwork", "feedforward_network", "network_for", "recurrent_network"]
-
-
-class PolicyNetwork(NamedTuple):
-    """An actor-critic as PPO drives it.
-
-    Attributes:
-        init: ``(key, obs) -> params`` for one observation ``obs`` (no batch axis).
-        initial_carry: ``batch -> carry``: the carry of ``batch`` environments at an
-            episode's start, leaves ``(batch, ...)``; ``()`` for a feed-forward network.
-        apply: ``(params, obs, carry, first) -> (carry, distribution, value)``: ``obs``
-            leaves ``(B, ...)`` (or ``(T, B, ...)`` for a recurrent network replaying
-            sequences), ``first`` bool of the same leading axes; ``distribution`` is a
-            :class:`~rollax.networks.Categorical` or :class:`~rollax.networks.DiagGaussian`
-            over the actions, ``value`` float32 of the leading axes.
-        discrete: Whether the actions are discrete.
-    """
-
-    init: Callable[[PRNGKey, Any], Any]
-    initial_carry: Callable[[int], Any]
-    apply: Callable[[Any, Any, Any, jax.Array], tuple[Any, Any, jax.Array]]
-    discrete: bool
+__all__ = ["actor_critic", "network_for"]
 
 
-def feedforward_network(module: Any) -> PolicyNetwork:
-    """A feed-forward Flax actor-critic as a :class:`PolicyNetwork` (``carry = ()``).
+def actor_critic(module: Any) -> Network:
+    """A Flax actor-critic as PPO's :class:`~rollax.networks.Network`.
 
     Args:
         module: An :class:`~rollax.networks.ActorCritic` or
-            :class:`~rollax.networks.VisionActorCritic`: ``obs -> (out, log_std, value)``.
+            :class:`~rollax.networks.VisionActorCritic` (``obs -> (out, log_std, value)``), or
+            a :class:`~rollax.networks.RecurrentActorCritic` (its ``outputs`` head gives
+            them).
     """
 
-    def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, Any, jax.Array]:
-        out, log_std, value = module.apply(params, obs)
-        return carry, action_distribution(out, log_std, module.discrete), value
+    def outputs(out: tuple) -> tuple:
+        logits_or_mean, log_std, value = out
+        return action_distribution(logits_or_mean, log_std, module.discrete), value
 
-    return PolicyNetwork(
-        init=module.init,
-        initial_carry=lambda batch: (),
-        apply=apply,
-        discrete=module.discrete,
-    )
+    if isinstance(module, RecurrentActorCritic):
+        return recurrent_network(module, "outputs", outputs)
+    return feedforward_network(module, outputs)
 
 
-def recurrent_network(module: RecurrentActorCritic) -> PolicyNetwork:
-    """A :class:`~rollax.networks.RecurrentActorCritic` as a :class:`PolicyNetwork`.
-
-    ``apply`` encodes every observation at once and runs the cell step by step: one step for
-    observations ``(B, ...)`` with ``first`` ``(B,)`` (acting), or a scan over sequences
-    ``(T, B, ...)`` with ``first`` ``(T, B)`` (the loss's replay). Before each step the
-    carry is reset to its initial value where ``first`` is set, so the observation that
-    opens an episode always meets a fresh carry, in the rollout and in the replay alike.
-    """
-
-    def fresh(batch: int) -> Any:
-        return initial_carry(module.cell, module.cell_size, batch)
-
-    def init(key: PRNGKey, obs: Any) -> Any:
-        batched = jax.tree.map(lambda x: x[None], obs)
-        return module.init(key, batched, fresh(1), jnp.ones(1, jnp.bool_))
-
-    def apply(params: Any, obs: Any, carry: Any, first: jax.Array) -> tuple[Any, Any, jax.Array]:
-        features = module.apply(params, obs, method="encode")
-        carry, y = run_cell(module, params, features, carry, first)
-        out, log_std, value = module.apply(params, y, method="outputs")
-        return carry, action_distribution(out, log_std, module.discrete), value
-
-    return PolicyNetwork(init=init, initial_carry=fresh, apply=apply, discrete=module.discrete)
-
-
-def network_for(config: PPOConfig, env: VecEnv) -> tuple[PolicyNetwork, Any]:
+def network_for(config: PPOConfig, env: VecEnv) -> tuple[Network, Any]:
     """The actor-critic for ``env``'s spaces, and one observation's shape and dtype.
 
     With ``config.recurrent``, a :class:`RecurrentActorCritic` (its encoder reads every
@@ -133,7 +82,7 @@ def network_for(config: PPOConfig, env: VecEnv) -> tuple[PolicyNetwork, Any]:
             layer_norm=config.encoder_layer_norm,
             encoder=config.image_encoder,
         )
-        return recurrent_network(module), spec
+        return actor_critic(module), spec
     if not isinstance(spec, dict):
         if config.actor_keys or config.critic_keys:
             raise ValueError(
@@ -141,7 +90,7 @@ def network_for(config: PPOConfig, env: VecEnv) -> tuple[PolicyNetwork, Any]:
                 f"{env.env_id} observes a vector {space!r}. Leave them empty."
             )
         module = ActorCritic.for_space(actions, config.hidden_sizes, config.activation)
-        return feedforward_network(module), spec
+        return actor_critic(module), spec
     actor_keys = config.actor_keys or tuple(k for k in spec if k != "privileged_state")
     critic_keys = config.critic_keys or tuple(spec)
     for name, keys in (("actor_keys", actor_keys), ("critic_keys", critic_keys)):
@@ -163,4 +112,4 @@ def network_for(config: PPOConfig, env: VecEnv) -> tuple[PolicyNetwork, Any]:
         layer_norm=config.encoder_layer_norm,
         encoder=config.image_encoder,
     )
-    return feedforward_network(network), spec
+    return actor_critic(network), spec

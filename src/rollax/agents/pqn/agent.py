@@ -25,10 +25,10 @@ from rollax.agents._onpolicy import (
     Rollout,
     build_onpolicy_agent,
 )
-from rollax.agents.dqn.losses import q_learning_loss
-from rollax.agents.dqn.network import q_function
+from rollax.agents.losses import q_learning_loss
 from rollax.agents.pqn.config import PQNConfig
 from rollax.envs import VecEnv
+from rollax.networks import q_network
 from rollax.ops import lambda_returns
 from rollax.spaces import Discrete
 from rollax.training import Optimizer, OptimizerHyperParams, optimizer_values, shard_env
@@ -110,7 +110,7 @@ class PQN(OnPolicyAgent):
         collect: ``state -> (state, rollout)``: one rollout without an update, a
             :class:`~rollax.agents.Rollout` with leaves ``(num_steps, num_seeds * num_envs,
             ...)``; ``value`` holds the greedy Q-values, ``next_value`` their successors'.
-        network: The Q-network (:class:`~rollax.agents.dqn.network.QFunction`):
+        network: The Q-network (a :class:`~rollax.networks.Network`):
             ``apply(params, obs, carry, first) -> (carry, q)``.
     """
 
@@ -166,9 +166,9 @@ def make_pqn(config: PQNConfig, env: VecEnv | str, **make_options: Any) -> PQN:
             f"make_pqn: PQN chooses among discrete actions; {env.env_id} has "
             f"{env.action_space!r}. Use PPO or SAC for continuous actions."
         )
-    network, obs_spec = q_function(
+    network, obs_spec = q_network(
         config,
-        env,
+        env.observation_space,
         int(env.action_space.n),
         dueling=False,
         mlp_layer_norm=config.layer_norm,

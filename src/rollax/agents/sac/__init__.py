@@ -2,7 +2,7 @@
 
 from rollax.agents.sac.agent import SAC, SACHyperParams, SACLearner, make_sac
 from rollax.agents.sac.config import PRESETS, SACConfig
-from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
+from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, soft_target
 
 __all__ = [
     "PRESETS",
@@ -13,6 +13,5 @@ __all__ = [
     "make_sac",
     "sac_actor_loss",
     "sac_alpha_loss",
-    "sac_critic_loss",
     "soft_target",
 ]

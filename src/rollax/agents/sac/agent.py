@@ -20,7 +20,7 @@ from rollax._struct import pytree_dataclass
 from rollax.agents._box import (
     action_box,
     critic_values,
-    exploring_act,
+    explore_in_box,
     image_shapes,
     red_noise,
     stretch_learner_schedule,
@@ -29,11 +29,12 @@ from rollax.agents._offpolicy import (
     OffPolicyLearner,
     build_offpolicy_agent,
     feedforward_act,
-    feedforward_policy_act,
+    feedforward_explore,
 )
 from rollax.agents._replay import nstep_window
+from rollax.agents.losses import twin_critic_loss
 from rollax.agents.sac.config import SACConfig
-from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_target
+from rollax.agents.sac.losses import sac_actor_loss, sac_alpha_loss, soft_target
 from rollax.buffers import Transition
 from rollax.envs import VecEnv
 from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
@@ -88,7 +89,7 @@ class SACLearner:
         steps: int32 ``()``: gradient steps taken (for the learning-rate schedule).
 
     With ``exploration_correlation > 0``, each shard's exploration state
-    (``OffPolicyState.explore``) is the standard normal noise of the last action of each of
+    (``OffPolicyState.exploration``) is the standard normal noise of the last action of each of
     its environments: float32 ``(num_envs // num_shards, action_dim)``.
     """
 
@@ -185,7 +186,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
     # Policy samples (uniform before learning_starts); with exploration_correlation, the
     # policy's distribution at each step is unchanged but successive draws are correlated.
-    act = exploring_act(
+    explore = explore_in_box(
         config,
         box,
         red,
@@ -222,7 +223,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
 
         def critic_loss(critic_params: Any) -> tuple[jax.Array, jax.Array]:
             q = critic.apply(critic_params, obs, action)
-            return sac_critic_loss(q, target), q
+            return twin_critic_loss(q, target), q
 
         (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
         critic_params, critic_opt = step(weights, params["critic"], learner.critic_opt, critic_grad)
@@ -256,7 +257,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         }
         return learner, metrics
 
-    def policy_act(learner: SACLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
+    def act(learner: SACLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
         """The squashed mean action, or a sample: float32 ``(B, action_dim)``."""
         dist = policy(learner.params["actor"], obs)
         return dist.mode() if deterministic else dist.sample(key)
@@ -265,12 +266,12 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
         obs_spec=obs_spec,
         hyperparams=hyperparams,
         init=init_learner,
-        act=feedforward_act(act),
+        explore=feedforward_explore(explore),
         learn=learn,
         metric_names=METRICS,
-        policy_act=feedforward_policy_act(policy_act),
+        act=feedforward_act(act),
         with_budget=stretch_learner_schedule(config),
-        init_explore=red.init if red else None,
+        init_exploration=red.init if red else None,
     )
     agent = build_offpolicy_agent("sac", config, env, learner)
     return SAC(**vars(agent), q_values=critic_values(agent, critic, config.normalize_obs))

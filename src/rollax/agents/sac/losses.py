@@ -1,10 +1,13 @@
-"""SAC's targets and losses as pure functions of values and log-probabilities."""
+"""SAC's soft target and its actor's and temperature's losses, as pure functions.
+
+Its critics' loss, which TD3 shares, is :func:`rollax.agents.losses.twin_critic_loss`.
+"""
 
 from __future__ import annotations
 
 import jax
 
-__all__ = ["sac_actor_loss", "sac_alpha_loss", "sac_critic_loss", "soft_target"]
+__all__ = ["sac_actor_loss", "sac_alpha_loss", "soft_target"]
 
 
 def soft_target(
@@ -28,16 +31,6 @@ def soft_target(
     """
     soft_value = next_q.min(axis=0) - alpha * next_log_prob
     return jax.lax.stop_gradient(reward + discount * soft_value)
-
-
-def sac_critic_loss(q: jax.Array, target: jax.Array) -> jax.Array:
-    """Half the squared error of both critics, summed over critics, averaged over the batch.
-
-    Args:
-        q: float ``(2, B)``: both critics' values of the stored ``(s, a)``.
-        target: float ``(B,)``: :func:`soft_target`.
-    """
-    return 0.5 * ((q - target[None, :]) ** 2).mean(axis=1).sum()
 
 
 def sac_actor_loss(q: jax.Array, log_prob: jax.Array, alpha: jax.Array) -> jax.Array:

@@ -18,7 +18,7 @@ from rollax._struct import pytree_dataclass
 from rollax.agents._box import (
     action_box,
     critic_values,
-    exploring_act,
+    explore_in_box,
     image_shapes,
     red_noise,
     stretch_learner_schedule,
@@ -28,10 +28,10 @@ from rollax.agents._offpolicy import (
     OffPolicyLearner,
     build_offpolicy_agent,
     feedforward_act,
-    feedforward_policy_act,
+    feedforward_explore,
 )
 from rollax.agents._replay import nstep_window
-from rollax.agents.sac.losses import sac_critic_loss
+from rollax.agents.losses import twin_critic_loss
 from rollax.agents.td3.config import TD3Config
 from rollax.agents.td3.losses import smoothed_action, td3_actor_loss, td3_target
 from rollax.buffers import Transition
@@ -75,7 +75,7 @@ class TD3Learner:
         hparams: :class:`TD3HyperParams`.
         steps: int32 ``()``: critic steps taken (the actor steps every ``policy_delay``).
 
-    With ``exploration_correlation > 0``, each shard's ``OffPolicyState.explore`` holds the
+    With ``exploration_correlation > 0``, each shard's ``OffPolicyState.exploration`` holds the
     unit normal noise of each environment's last action, float32 ``(num_envs // num_shards, A)``.
     """
 
@@ -118,7 +118,7 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
     def policy(params: Any, obs: Any) -> jax.Array:
         return box.scale(actor.apply(params, obs))
 
-    def explored(learner: TD3Learner, obs: Any, key: PRNGKey) -> jax.Array:
+    def noisy(learner: TD3Learner, obs: Any, key: PRNGKey) -> jax.Array:
         """The actor's actions with Gaussian noise of ``exploration_noise`` half ranges."""
         action = policy(learner.params["actor"], obs)
         return box.clip(action + box.noise(key, action.shape, learner.hparams.exploration_noise))
@@ -142,7 +142,7 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         action = policy(learner.params["actor"], obs)
         return box.clip(action + box.spread(noise, learner.hparams.exploration_noise))
 
-    act = exploring_act(config, box, red, moved, explored)
+    explore = explore_in_box(config, box, red, moved, noisy)
 
     def learn(
         learner: TD3Learner, batch: Transition, weight: jax.Array, key: PRNGKey
@@ -161,7 +161,7 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         if support:  # the projected distribution of the critic that expects less
             y, loss = support.double_q_target(next_q, ret.reward, ret.discount), support.loss
         else:
-            y, loss = td3_target(ret.reward, ret.discount, next_q), sac_critic_loss
+            y, loss = td3_target(ret.reward, ret.discount, next_q), twin_critic_loss
 
         def critic_loss(critic_params: Any) -> tuple[jax.Array, jax.Array]:
             q = critic.apply(critic_params, obs, action)
@@ -187,21 +187,21 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
         learner = TD3Learner(online, target, actor_opt, critic_opt, hp, learner.steps + 1)
         return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_value": q.mean()}
 
-    def policy_act(learner: TD3Learner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
+    def act(learner: TD3Learner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
         """The actor's action, or with its exploration noise: float32 ``(B, action_dim)``."""
         actor_params = learner.params["actor"]
-        return policy(actor_params, obs) if deterministic else explored(learner, obs, key)
+        return policy(actor_params, obs) if deterministic else noisy(learner, obs, key)
 
     learner = OffPolicyLearner(
         obs_spec=obs_spec,
         hyperparams=hyperparams,
         init=init_learner,
-        act=feedforward_act(act),
+        explore=feedforward_explore(explore),
         learn=learn,
         metric_names=("critic_loss", "actor_loss", "q_value"),  # q_value: replayed actions
-        policy_act=feedforward_policy_act(policy_act),
+        act=feedforward_act(act),
         with_budget=stretch_learner_schedule(config),
-        init_explore=red.init if red else None,
+        init_exploration=red.init if red else None,
     )
     agent = build_offpolicy_agent("td3", config, env, learner)
     return TD3(**vars(agent), q_values=critic_values(agent, critic, config.normalize_obs, values))
