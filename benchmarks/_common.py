@@ -1,14 +1,17 @@
-"""Helpers shared by the benchmark scripts: timing and the gymnax CartPole reference."""
+"""Helpers shared by the benchmark scripts: timing, rollouts of rollax's environments and
+training in timed chunks. The peers live in ``_peers``, the command line, banner, JSON line
+and statistics in ``_harness``."""
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 class Timed:
@@ -32,12 +35,6 @@ def use_compilation_cache(directory: str | None) -> None:
     jax.config.update("jax_enable_compilation_cache", directory is not None)
     jax.config.update("jax_compilation_cache_dir", directory)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-
-
-def median_of(runs: list[dict], key: str) -> float | None:
-    """Median of ``run[key]`` over the runs where it is not None (None if there are none)."""
-    values = [r[key] for r in runs if r[key] is not None]
-    return statistics.median(values) if values else None
 
 
 def median_seconds(run: Callable[[], object], repeats: int) -> float:
@@ -94,58 +91,24 @@ def rollax_rollout(env: Any, actions: jax.Array) -> Callable[[], tuple]:
     return lambda: rollout(state, actions)
 
 
-def gymnax_cartpole(num_envs: int, num_steps: int) -> Callable[[], tuple]:
-    """:func:`gymnax_rollout` of gymnax's CartPole-v1."""
-    return gymnax_rollout("CartPole-v1", num_envs, num_steps)
-
-
-def gymnax_rollout(env_id: str, num_envs: int, num_steps: int) -> Callable[[], tuple]:
-    """A jitted rollout of gymnax's ``env_id`` under ``vmap`` with its own autoreset (a reset
-    computed every step; the caller splits one key per environment per step, as gymnax's API
-    requires), replaying :func:`random_actions`. Returns a zero-argument function giving
-    ``(final_state, episodes_finished)``."""
-    import gymnax
-
-    env, params = gymnax.make(env_id)
-    actions = random_actions(num_steps, num_envs, int(env.action_space(params).n))
-    keys = jax.random.split(jax.random.key(0), num_envs)
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    @jax.jit
-    def rollout(state, key, actions):
-        def body(carry, action):
-            state, key = carry
-            key, step_key = jax.random.split(key)
-            _, state, _, terminated, truncated, _ = step(
-                jax.random.split(step_key, num_envs), state, action, params
-            )
-            return (state, key), (terminated | truncated).sum()
-
-        (state, _), done = jax.lax.scan(body, (state, key), actions)
-        return state, done.sum()
-
-    key = jax.random.key(2)
-    return lambda: rollout(state, key, actions)
-
-
-class FiveValueStep:
-    """gymnax 1.0's environment with the old 5-value step rejax 0.1.3 expects."""
-
-    def __init__(self, env: Any) -> None:
-        self._env = env
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_env":  # copying builds one without _env
-            raise AttributeError(name)
-        return getattr(self._env, name)
-
-    def step(self, key, state, action, params=None):
-        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-        return obs, state, reward, jnp.logical_or(terminated, truncated), info
-
-    def __hash__(self) -> int:
-        return hash((type(self), id(self._env)))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FiveValueStep) and other._env is self._env
+def train_in_chunks(
+    run_chunk: Callable[[Any], Any],
+    evaluate: Callable[[Any, jax.Array], Any],
+    state: Any,
+    total: int,
+    chunk: int,
+    seed: int,
+) -> Iterator[tuple[int, float, np.ndarray]]:
+    """Train ``chunk`` steps at a time (timed) up to ``total``, evaluating after each chunk
+    (not timed; keys split from ``key(10_000 + seed)``). Yields, after each chunk, the steps
+    trained so far, the training seconds so far and the evaluation's returns; the caller
+    stops early by leaving the loop."""
+    train_s, steps = 0.0, 0
+    key = jax.random.key(10_000 + seed)
+    while steps < total:
+        with Timed() as t:
+            state = jax.block_until_ready(run_chunk(state))
+        train_s += t.seconds
+        steps += chunk
+        key, k = jax.random.split(key)
+        yield steps, train_s, np.asarray(evaluate(state, k))

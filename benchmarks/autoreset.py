@@ -25,14 +25,13 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
-import json
-
 import jax
 import jax.numpy as jnp
 
 import rollax
-from _common import gymnax_cartpole, median_seconds, rollax_rollout
+from _common import median_seconds, rollax_rollout
+from _harness import Parser, banner, emit, jax_info
+from _peers import gymnax_rollout
 from rollax.envs import RESET_STRATEGIES
 
 FRESH = [s for s in RESET_STRATEGIES if s != "cached"]
@@ -102,17 +101,17 @@ def bench(env_id: str, n: int, steps: int, repeats: int) -> dict:
         }
         row[strategy]["within_bound"] = overhead <= row[strategy]["overhead_bound_s"]
     if env_id == "CartPole-v1":
-        row["gymnax_steps_per_s"] = steps * n / median_seconds(gymnax_cartpole(n, steps), repeats)
+        run = gymnax_rollout("CartPole-v1", n, steps)
+        row["gymnax_steps_per_s"] = steps * n / median_seconds(run, repeats)
     return row
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Maze-v0"])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 4096])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=500, help="steps per timed rollout")
-    args = parser.parse_args()
+    parser.sizes(256, 4096).repeats(5)
+    args = parser.steps(500, help="steps per timed rollout").parse_args()
+    banner()
 
     results: dict = {}
     for env_id in args.envs:
@@ -150,18 +149,15 @@ def main() -> None:
                     end="",
                 )
             print(flush=True)
-    print(
-        json.dumps(
-            {
-                "benchmark": "autoreset",
-                "unit": "steps/s",
-                "jax": jax.__version__,
-                "backend": jax.default_backend(),
-                "steps": args.steps,
-                "repeats": args.repeats,
-                "results": results,
-            }
-        )
+    emit(
+        {
+            "benchmark": "autoreset",
+            "unit": "steps/s",
+            **jax_info(),
+            "steps": args.steps,
+            "repeats": args.repeats,
+            "results": results,
+        }
     )
 
 

@@ -17,14 +17,12 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
-import json
-
-import jax
 import numpy as np
 
 import rollax
-from _common import gymnax_cartpole, median_seconds, random_actions, rollax_rollout
+from _common import median_seconds, random_actions, rollax_rollout
+from _harness import Parser, banner, emit, jax_info
+from _peers import gymnax_rollout
 
 
 def bench_rollax(num_envs: int, num_steps: int, repeats: int, autoreset_mode: str) -> float:
@@ -34,7 +32,8 @@ def bench_rollax(num_envs: int, num_steps: int, repeats: int, autoreset_mode: st
 
 
 def bench_gymnax(num_envs: int, num_steps: int, repeats: int) -> float:
-    return num_steps * num_envs / median_seconds(gymnax_cartpole(num_envs, num_steps), repeats)
+    run = gymnax_rollout("CartPole-v1", num_envs, num_steps)
+    return num_steps * num_envs / median_seconds(run, repeats)
 
 
 def bench_gymnasium(num_envs: int, num_steps: int, repeats: int) -> float:
@@ -55,11 +54,9 @@ def bench_gymnasium(num_envs: int, num_steps: int, repeats: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=1000, help="steps per timed rollout")
-    args = parser.parse_args()
+    parser = Parser(__doc__).sizes(1, 256, 4096).repeats(5)
+    args = parser.steps(1000, help="steps per timed rollout").parse_args()
+    banner()
 
     results: dict[str, dict[str, float]] = {}
     for n in args.sizes:
@@ -83,18 +80,15 @@ def main() -> None:
             f"rollax/gymnasium {row['ratio_rollax_vs_gymnasium']:.2f}",
             flush=True,
         )
-    print(
-        json.dumps(
-            {
-                "benchmark": "env_step",
-                "env": "CartPole-v1",
-                "unit": "steps/s",
-                "jax": jax.__version__,
-                "backend": jax.default_backend(),
-                "repeats": args.repeats,
-                "results": results,
-            }
-        )
+    emit(
+        {
+            "benchmark": "env_step",
+            "env": "CartPole-v1",
+            "unit": "steps/s",
+            **jax_info(),
+            "repeats": args.repeats,
+            "results": results,
+        }
     )
 
 

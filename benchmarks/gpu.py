@@ -55,12 +55,10 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import functools
 import importlib.metadata
-import json
 import sys
 import time
 import traceback
@@ -70,7 +68,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from _common import Timed, gymnax_rollout, median_seconds, random_actions, rollax_rollout
+from _common import Timed, median_seconds, random_actions, rollax_rollout
+from _harness import Parser, banner, emit, ratio
+from _peers import gymnax_rollout, rejax_train_seeds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,7 +298,7 @@ def ppo(sizes: Sizes, repeats: int) -> dict[str, Any]:
               f"{run['compile_s']:.1f} s), {run['seeds_solved_at_end']} at the end",
               flush=True)  # fmt: skip
     r, j = out["cartpole_rollax"]["half_s_to_solve"], out["cartpole_rejax"]["half_s_to_solve"]
-    out["ratio_cartpole_half_time_to_475"] = r / j if r and j else None
+    out["ratio_cartpole_half_time_to_475"] = ratio(r, j)
 
     if not sizes.minatar_steps:
         return out
@@ -329,7 +329,7 @@ def offpolicy(sizes: Sizes, repeats: int) -> dict[str, Any]:
                   f"(compile {run['compile_s']:.1f} s)", flush=True)  # fmt: skip
         r = out[f"{algo}_rollax"]["total_s_to_threshold"]
         j = out[f"{algo}_rejax"]["total_s_to_threshold"]
-        out[f"ratio_{algo}_time_to_threshold"] = r / j if r and j else None
+        out[f"ratio_{algo}_time_to_threshold"] = ratio(r, j)
     return out
 
 
@@ -605,14 +605,10 @@ def sweep(sizes: Sizes, repeats: int) -> dict[str, Any]:
         "rollax_members_at_475": int((returns.mean(axis=-1) >= CARTPOLE_TARGET).sum()),
     }
 
-    algo, _, _ = ppo_cartpole._rejax_ppo(steps)
-    keys = jax.random.split(jax.random.key(0), members)
+    algo = ppo_cartpole.rejax_ppo(steps)
     jax.clear_caches()
-    with Timed() as t:
-        train = jax.jit(jax.vmap(lambda key: algo.train(key)[0])).lower(keys).compile()
-        jax.block_until_ready(train(keys))
-    out["rejax_wall_s"] = t.seconds
-    out["rejax_member_steps_per_s"] = members * steps / t.seconds
+    _, out["rejax_wall_s"], _ = rejax_train_seeds(algo, members)
+    out["rejax_member_steps_per_s"] = members * steps / out["rejax_wall_s"]
     out["ratio_wall"] = out["rollax_wall_s"] / out["rejax_wall_s"]
     print(f"  {members}-member sweep: rollax {out['rollax_wall_s']:.1f} s "
           f"({out['rollax_members_at_475']} members at 475), rejax x {members} keys "
@@ -679,10 +675,8 @@ def versions() -> dict[str, str | None]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
-    parser.add_argument("--tiny", action="store_true", help="toy sizes: a check on the CPU")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = Parser(__doc__).choice("--only", SECTIONS)
+    parser.tiny(help="toy sizes: a check on the CPU").repeats(3)
     args = parser.parse_args()
     sizes = TINY if args.tiny else Sizes()
     device = jax.devices()[0]
@@ -693,7 +687,7 @@ def main() -> None:
         "versions": versions(),
         "tiny": args.tiny,
     }
-    print(f"{device.device_kind} ({jax.default_backend()}), jax {jax.__version__}", flush=True)
+    banner()
     start = time.perf_counter()
     for name in args.only:
         print(f"[{name}]", flush=True)
@@ -705,9 +699,9 @@ def main() -> None:
             result = {"error": f"{type(e).__name__}: {e}"}
         result["section_s"] = time.perf_counter() - section_start
         report[name] = result
-        print(json.dumps({"section": name, **result}), flush=True)
+        emit({"section": name, **result})
     report["total_s"] = time.perf_counter() - start
-    print(json.dumps(report))
+    emit(report)
 
 
 if __name__ == "__main__":

@@ -47,17 +47,15 @@ The last line printed is one JSON object with every figure.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 import tempfile
-from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
-from _common import FiveValueStep, Timed, median_of, median_seconds, use_compilation_cache
+from _common import Timed, median_seconds, train_in_chunks, use_compilation_cache
+from _harness import Parser, banner, emit, median_of, ratio
+from _peers import rejax_agent, rejax_chunk, rejax_programs
 from returns import REJAX_PQN  # rejax's own PQN settings for CartPole (configs/gymnax)
 
 DQN_REJAX = dict(
@@ -155,79 +153,35 @@ def rollax_solver(algo: str, seed: int, chunk: int, episodes: int) -> dict[str, 
 
 
 # ---------------------------------------------------------------------------- rejax
-def rejax_algo(algo: str) -> tuple[Any, Any, Any]:
+def rejax_algo(algo: str) -> Any:
     """rejax's agent with its settings for the task, on gymnax's environment."""
-    import gymnax
-    import rejax
-
     task = TASKS[algo]
-    env, env_params = gymnax.make(task["env"])
-    env = FiveValueStep(env)
-    agent = getattr(rejax, algo.upper()).create(
-        env=env,
-        env_params=env_params,
-        **task["rejax"],
-        total_timesteps=task["total"],
-        eval_freq=task["total"],
-        skip_initial_evaluation=True,
-    )
-    return agent, env, env_params
-
-
-def rejax_chunk(agent: Any, chunk: int) -> Callable[[Any], Any]:
-    """``chunk`` environment steps of rejax's training, as its ``train`` runs them. An
-    iteration of rejax's is one vectorized step for DQN and SAC, ``policy_delay`` of them for
-    TD3 (its critic steps before each actor step) and a rollout of ``num_steps`` for PQN."""
-    per_iteration = agent.num_envs * getattr(agent, "num_steps", 1)
-    per_iteration *= getattr(agent, "policy_delay", 1)
-    iterations = chunk // per_iteration
-    if iterations * per_iteration != chunk:
-        raise ValueError(
-            f"a chunk of rejax's training must be a multiple of its {per_iteration:,} steps "
-            f"per iteration, got {chunk:,}"
-        )
-
-    def run(ts: Any) -> Any:
-        return jax.lax.fori_loop(0, iterations, lambda _, ts: agent.train_iteration(ts), ts)
-
-    return run
+    return rejax_agent(algo, task["env"], task["rejax"], task["total"])
 
 
 def rejax_solver(algo: str, seed: int, chunk: int, episodes: int) -> dict[str, Any]:
-    """Compile rejax's agent, then train chunk by chunk until the threshold."""
-    from rejax.evaluate import evaluate
-
-    agent, env, env_params = rejax_algo(algo)
-    horizon = int(env_params.max_steps_in_episode)
-
-    def eval_fn(ts: Any, key: Any) -> Any:
-        return evaluate(agent.make_act(ts), key, env, env_params, episodes, horizon)[1]
-
-    key = jax.random.key(seed)
-    with Timed() as compile_time:
-        init = jax.jit(agent.init_state).lower(key).compile()
-        ts = init(key)
-        run = jax.jit(rejax_chunk(agent, chunk)).lower(ts).compile()
-        ev = jax.jit(eval_fn).lower(ts, jax.random.key(0)).compile()
-    return _solve(run, ev, ts, compile_time.seconds, TASKS[algo], chunk, seed)
+    """Compile rejax's agent, then train chunk by chunk until the threshold. rejax trains a
+    chunk as its own ``train`` does between two evaluations (``rejax_chunk``), with
+    ``total_timesteps`` the whole budget, so its epsilon schedule is its own."""
+    key = jax.random.key(seed)[None]  # one seed: the programs map over a batch of one
+    programs = rejax_programs(rejax_algo(algo), key, chunk, episodes)
+    return _solve(
+        programs.chunk, programs.evaluate, programs.state, programs.compile_s, TASKS[algo],
+        chunk, seed,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- shared
 def _solve(run_chunk, evaluate, state, compile_seconds, task, chunk, seed) -> dict[str, Any]:
-    """Train chunk by chunk (timed), evaluating after each (not timed), until the mean
-    evaluation return reaches the task's threshold or the budget is spent."""
-    train_seconds, steps, curve = 0.0, 0, []
-    key = jax.random.key(10_000 + seed)
+    """Train chunk by chunk (timed), evaluating after each (not timed: ``train_in_chunks``),
+    until the mean evaluation return reaches the task's threshold or the budget is spent."""
+    steps, train_seconds, curve = 0, 0.0, []
     solved_at = solved_train_s = None
-    while steps < task["total"]:
-        with Timed() as t:
-            state = jax.block_until_ready(run_chunk(state))
-        train_seconds += t.seconds
-        steps += chunk
-        key, k = jax.random.split(key)
-        mean = float(np.asarray(evaluate(state, k)).mean())
-        curve.append(mean)
-        if mean >= task["threshold"]:
+    for steps, train_seconds, returns in train_in_chunks(
+        run_chunk, evaluate, state, task["total"], chunk, seed
+    ):
+        curve.append(float(returns.mean()))
+        if curve[-1] >= task["threshold"]:
             solved_at, solved_train_s = steps, train_seconds
             break
     return {
@@ -256,7 +210,7 @@ def throughput(algo: str, steps: int, repeats: int) -> dict[str, float]:
         state = jax.block_until_ready(agent.run(state, prefill)[0])
     results["rollax"] = steps / median_seconds(lambda: agent.run(state, steps), repeats)
 
-    ragent, _, _ = rejax_algo(algo)
+    ragent = rejax_algo(algo)
     ts = jax.jit(ragent.init_state)(jax.random.key(0))
     if prefill:
         ts = jax.block_until_ready(jax.jit(rejax_chunk(ragent, prefill))(ts))
@@ -316,45 +270,37 @@ def bench(algo: str, args: argparse.Namespace) -> dict[str, Any]:
             "without_compile": median_of(runs, "train_s_to_threshold"),
             "compile": statistics.median(r["compile_s"] for r in runs),
         }
-    ratios = {"throughput": tput["rollax"] / tput["rejax"]}
-    r, j = summary["median_s_to_threshold"]["rollax"], summary["median_s_to_threshold"]["rejax"]
-    for key in ("with_compile", "without_compile", "compile"):
-        if r[key] and j[key]:
-            ratios[f"time_to_threshold_{key}" if key != "compile" else "compile"] = r[key] / j[key]
-    w = summary["median_s_to_threshold"]["rollax_warm_cache"]
-    if w["with_compile"] and j["with_compile"]:
-        ratios["time_to_threshold_warm_cache"] = w["with_compile"] / j["with_compile"]
+    median_s = summary["median_s_to_threshold"]
+    r, j, w = median_s["rollax"], median_s["rejax"], median_s["rollax_warm_cache"]
+    ratios = {
+        "throughput": tput["rollax"] / tput["rejax"],
+        "time_to_threshold_with_compile": ratio(r["with_compile"], j["with_compile"]),
+        "time_to_threshold_without_compile": ratio(r["without_compile"], j["without_compile"]),
+        "compile": ratio(r["compile"], j["compile"]),
+        "time_to_threshold_warm_cache": ratio(w["with_compile"], j["with_compile"]),
+    }
+    ratios = {k: v for k, v in ratios.items() if v is not None}
     summary["ratios_rollax_over_rejax"] = ratios
     report["summary"] = summary
     print(f"  throughput: rollax {tput['rollax']:,.0f} steps/s, rejax {tput['rejax']:,.0f} "
           f"steps/s")  # fmt: skip
     for key, value in ratios.items():
-        print(f"  rollax/rejax {key}: {value:.2f}")
-    sys.stdout.flush()
+        print(f"  rollax/rejax {key}: {value:.2f}", flush=True)
     return report
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", nargs="+", choices=list(TASKS), default=list(TASKS))
-    parser.add_argument("--seeds", type=int, default=3, help="independent single-seed runs")
-    parser.add_argument("--dqn-chunk", type=int, default=2_500, help="steps between evals")
-    parser.add_argument("--sac-chunk", type=int, default=500, help="steps between evals")
-    parser.add_argument("--episodes", type=int, default=16, help="evaluation episodes")
-    parser.add_argument("--repeats", type=int, default=3, help="throughput repeats")
-    parser.add_argument("--dqn-tput-steps", type=int, default=20_000)
-    parser.add_argument("--dqn-total", type=int, help="DQN budget (default 100,000)")
-    parser.add_argument("--sac-total", type=int, help="SAC budget (default 10,000)")
-    parser.add_argument("--sac-tput-steps", type=int, default=2_000)
-    parser.add_argument("--td3-chunk", type=int, default=500, help="steps between evals")
-    parser.add_argument("--td3-total", type=int, help="TD3 budget (default 10,000)")
-    parser.add_argument("--td3-tput-steps", type=int, default=2_000)
-    parser.add_argument("--pqn-chunk", type=int, default=16_384, help="steps between evals")
-    parser.add_argument("--pqn-total", type=int, help="PQN budget (default 524,288)")
-    parser.add_argument("--pqn-tput-steps", type=int, default=65_536)
+    parser = Parser(__doc__).choice("--algos", TASKS).seeds(3, help="independent single-seed runs")
+    parser.episodes(16).repeats(3, help="throughput repeats")
+    for algo, chunk, tput_steps in (("dqn", 2_500, 20_000), ("sac", 500, 2_000),
+                                    ("td3", 500, 2_000), ("pqn", 16_384, 65_536)):  # fmt: skip
+        name, total = algo.upper(), TASKS[algo]["total"]
+        parser.add_argument(f"--{algo}-chunk", type=int, default=chunk, help="steps between evals")
+        parser.add_argument(f"--{algo}-total", type=int, help=f"{name} budget (default {total:,})")
+        parser.add_argument(f"--{algo}-tput-steps", type=int, default=tput_steps)
     args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; rejax's environments are "
-          "adapted to gymnax 1.0's 6-value step (done = terminated or truncated).")  # fmt: skip
+    banner("rejax's environments are adapted to gymnax 1.0's 6-value step "
+           "(done = terminated or truncated)")  # fmt: skip
     report: dict[str, Any] = {"args": vars(args), "rejax_settings": {}}
     for algo in args.algos:
         total = getattr(args, f"{algo}_total")
@@ -362,7 +308,7 @@ def main() -> None:
             TASKS[algo]["total"] = total
         report["rejax_settings"][algo] = TASKS[algo]["rejax"]
         report[algo] = bench(algo, args)
-    print(json.dumps(report))
+    emit(report)
 
 
 if __name__ == "__main__":

@@ -26,17 +26,14 @@ The last line printed is one JSON object with every figure.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import tempfile
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
-from _common import FiveValueStep, Timed, median_of, median_seconds, use_compilation_cache
+from _common import Timed, median_seconds, train_in_chunks, use_compilation_cache
+from _harness import Parser, banner, emit, median_of, ratio
+from _peers import rejax_agent, rejax_chunk, rejax_programs
 
 SETTINGS = dict(
     num_envs=5,
@@ -52,18 +49,18 @@ SETTINGS = dict(
     vf_coef=0.5,
 )
 SOLVED = 475.0
+REJAX_NETWORK = {"activation": "tanh", "hidden_layer_sizes": (64, 64)}
+"""rejax's networks in the shared settings (rollax's: ``hidden_sizes``, ``activation``)."""
 
 
 # ---------------------------------------------------------------------------- rollax
 
 
-def rollax_solver(
-    seed: int, num_seeds: int, total: int, chunk: int, episodes: int
-) -> dict[str, Any]:
-    """Compile rollax's PPO and train in chunks until every seed is solved."""
-    from rollax.agents.ppo import PPOConfig, make_ppo
+def rollax_config(total: int, num_seeds: int = 1) -> Any:
+    """rollax's PPO with the shared settings for ``total`` steps per seed."""
+    from rollax.agents.ppo import PPOConfig
 
-    config = PPOConfig(
+    return PPOConfig(
         **SETTINGS,
         total_steps=total,
         lr_schedule="constant",
@@ -71,8 +68,16 @@ def rollax_solver(
         hidden_sizes=(64, 64),
         activation="tanh",
     )
+
+
+def rollax_solver(
+    seed: int, num_seeds: int, total: int, chunk: int, episodes: int
+) -> dict[str, Any]:
+    """Compile rollax's PPO and train in chunks until every seed is solved."""
+    from rollax.agents.ppo import make_ppo
+
     with Timed() as compile_time:
-        agent = make_ppo(config, "CartPole-v1")
+        agent = make_ppo(rollax_config(total, num_seeds), "CartPole-v1")
         # Compile initialization, the training chunk (the same program for any number of
         # updates) and the evaluator side by side, then initialize.
         agent.warmup([(episodes, False)])
@@ -89,23 +94,18 @@ def rollax_solver(
 
 
 def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> dict[str, Any]:
-    """Train chunk by chunk (timed), evaluating after each (not timed).
+    """Train chunk by chunk (timed), evaluating after each (not timed: ``train_in_chunks``).
 
     Stops at the first evaluation where every seed's mean return is >= 475 (``solved``);
     a batch of seeds trains the whole budget and also reports the time for all of it.
     """
-    train_seconds, steps, worst, solved_seeds = 0.0, 0, [], 0
-    solved_per_chunk, train_s_per_chunk = [], []
-    key = jax.random.key(10_000 + seed)
+    worst, solved_per_chunk, train_s_per_chunk = [], [], []
+    steps, train_seconds, solved_seeds = 0, 0.0, 0
     solved_at = solved_train_s = None
-    while steps < total:
-        with Timed() as t:
-            state = jax.block_until_ready(run_chunk(state))
-        train_seconds += t.seconds
-        steps += chunk
-        key, k = jax.random.split(key)
-        returns = np.asarray(evaluate(state, k))  # (seeds, episodes)
-        means = returns.reshape(-1, returns.shape[-1]).mean(axis=-1)
+    for steps, train_seconds, returns in train_in_chunks(
+        run_chunk, evaluate, state, total, chunk, seed
+    ):
+        means = returns.reshape(-1, returns.shape[-1]).mean(axis=-1)  # (seeds,)
         worst.append(float(means.min()))
         solved_seeds = int((means >= SOLVED).sum())
         solved_per_chunk.append(solved_seeds)
@@ -133,50 +133,21 @@ def _solve(run_chunk, evaluate, state, compile_seconds, total, chunk, seed) -> d
 # ---------------------------------------------------------------------------- rejax
 
 
-def _rejax_ppo(total: int) -> tuple[Any, Any, Any]:
-    """rejax's PPO with the shared settings, training ``total`` steps per ``train`` call
-    without its built-in evaluation (evaluated outside, like rollax)."""
-    import gymnax
-    from rejax import PPO
-
-    env, env_params = gymnax.make("CartPole-v1")
-    env = FiveValueStep(env)
-    algo = PPO.create(
-        env=env,
-        env_params=env_params,
-        agent_kwargs={"activation": "tanh", "hidden_layer_sizes": (64, 64)},
-        **SETTINGS,
-        total_timesteps=total,
-        eval_freq=total,
-        skip_initial_evaluation=True,
-    )
-    algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
-    return algo, env, env_params
+def rejax_ppo(total: int) -> Any:
+    """rejax's PPO with the shared settings on gymnax's CartPole-v1 for ``total`` steps,
+    its own evaluation off (evaluated outside, like rollax)."""
+    return rejax_agent("ppo", "CartPole-v1", {"agent_kwargs": REJAX_NETWORK, **SETTINGS}, total)
 
 
 def rejax_solver(
     seed: int, num_seeds: int, total: int, chunk: int, episodes: int
 ) -> dict[str, Any]:
     """Compile rejax's PPO and train in chunks (``vmap`` over seeds) until all are solved."""
-    from rejax.evaluate import evaluate
-
-    algo, env, env_params = _rejax_ppo(chunk)
-    horizon = int(env_params.max_steps_in_episode)
-
-    def chunk_fn(ts):
-        return algo.train(train_state=ts)[0]
-
-    def eval_fn(ts, key):
-        return evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
-
     keys = jax.random.split(jax.random.key(seed), num_seeds)
-    with Timed() as compile_time:
-        init = jax.jit(jax.vmap(algo.init_state)).lower(keys).compile()
-        ts = init(keys)
-        run = jax.jit(jax.vmap(chunk_fn)).lower(ts).compile()
-        ev = jax.jit(jax.vmap(eval_fn, in_axes=(0, None))).lower(ts, jax.random.key(0))
-        ev = ev.compile()
-    return _solve(run, ev, ts, compile_time.seconds, total, chunk, seed)
+    programs = rejax_programs(rejax_ppo(total), keys, chunk, episodes)
+    return _solve(
+        programs.chunk, programs.evaluate, programs.state, programs.compile_s, total, chunk, seed
+    )
 
 
 # ---------------------------------------------------------------------------- throughput
@@ -184,23 +155,16 @@ def rejax_solver(
 
 def throughput(repeats: int, steps: int) -> dict[str, float]:
     """Training env steps/s, same hyperparameters, one seed, after compiling."""
-    from rollax.agents.ppo import PPOConfig, make_ppo
+    from rollax.agents.ppo import make_ppo
 
     results = {}
-    config = PPOConfig(
-        **SETTINGS,
-        total_steps=steps,
-        lr_schedule="constant",
-        hidden_sizes=(64, 64),
-        activation="tanh",
-    )
-    agent = make_ppo(config, "CartPole-v1")
+    agent = make_ppo(rollax_config(steps), "CartPole-v1")
     state = agent.init(jax.random.key(0))
     results["rollax"] = steps / median_seconds(lambda: agent.run(state, steps), repeats)
 
-    algo, _, _ = _rejax_ppo(steps)
+    algo = rejax_ppo(steps)
     ts = jax.jit(algo.init_state)(jax.random.key(0))
-    run = jax.jit(lambda ts: algo.train(train_state=ts)[0])
+    run = jax.jit(rejax_chunk(algo, steps))
     results["rejax"] = steps / median_seconds(lambda: run(ts), repeats)
     return results
 
@@ -209,18 +173,17 @@ def throughput(repeats: int, steps: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="independent single-seed runs")
+    parser = Parser(__doc__).seeds(3, help="independent single-seed runs")
     parser.add_argument("--total-steps", type=int, default=100_000)
     parser.add_argument("--chunk", type=int, default=5_000, help="steps between evaluations")
-    parser.add_argument("--episodes", type=int, default=64, help="evaluation episodes")
+    parser.episodes(64)
     parser.add_argument("--batch-seeds", type=int, default=8, help="seeds trained at once")
-    parser.add_argument("--repeats", type=int, default=5, help="throughput repeats")
+    parser.repeats(5, help="throughput repeats")
     parser.add_argument("--throughput-steps", type=int, default=50_000)
     args = parser.parse_args()
 
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; rejax's environment is "
-          "adapted to gymnax 1.0's 6-value step (done = terminated or truncated).")  # fmt: skip
+    banner("rejax's environment is adapted to gymnax 1.0's 6-value step "
+           "(done = terminated or truncated)")  # fmt: skip
     report: dict[str, Any] = {"settings": SETTINGS, "args": vars(args)}
 
     cache = tempfile.mkdtemp(prefix="rollax-bench-cache-")
@@ -258,8 +221,16 @@ def main() -> None:
     report["throughput_steps_per_s"] = tput
     print(f"training throughput, one seed: rollax {tput['rollax']:,.0f} steps/s, rejax "
           f"{tput['rejax']:,.0f} steps/s, ratio {tput['rollax'] / tput['rejax']:.2f}")  # fmt: skip
+    report["summary"] = summary(report, warm, args.batch_seeds)
+    for k, v in report["summary"]["ratios_rollax_over_rejax"].items():
+        print(f"rollax/rejax {k}: {v:.2f}")
+    emit(report)
 
-    summary = {
+
+def summary(report: dict[str, Any], warm: list[dict], batch_seeds: int) -> dict[str, Any]:
+    """Whether every seed solved, the median time to solve (cold and warm cache), the batch's
+    time for the whole budget, and their ratios rollax / rejax (where both have one)."""
+    out: dict[str, Any] = {
         "all_seeds_solved": {
             "rollax": all(r["solved"] for r in report["rollax_1seed"]),
             "rejax": all(r["solved"] for r in report["rejax_1seed"]),
@@ -270,25 +241,20 @@ def main() -> None:
             "rejax": median_of(report["rejax_1seed"], "total_s_to_solve"),
         },
         "batch_total_s_whole_budget": {
-            "rollax": report[f"rollax_{args.batch_seeds}seeds"]["total_s"],
-            "rejax": report[f"rejax_{args.batch_seeds}seeds"]["total_s"],
+            "rollax": report[f"rollax_{batch_seeds}seeds"]["total_s"],
+            "rejax": report[f"rejax_{batch_seeds}seeds"]["total_s"],
         },
     }
-    ratios = {}
-    t = summary["median_total_s_to_solve"]
-    b = summary["batch_total_s_whole_budget"]
-    if t["rejax"] and t["rollax"]:
-        ratios["time_to_solve"] = t["rollax"] / t["rejax"]
-    if t["rejax"] and t["rollax_warm_cache"]:
-        ratios["time_to_solve_warm_cache"] = t["rollax_warm_cache"] / t["rejax"]
-    if b["rejax"] and b["rollax"]:
-        ratios[f"time_for_budget_{args.batch_seeds}_seeds"] = b["rollax"] / b["rejax"]
-    ratios["throughput"] = tput["rollax"] / tput["rejax"]
-    summary["ratios_rollax_over_rejax"] = ratios
-    report["summary"] = summary
-    for k, v in ratios.items():
-        print(f"rollax/rejax {k}: {v:.2f}")
-    print(json.dumps(report))
+    t, b = out["median_total_s_to_solve"], out["batch_total_s_whole_budget"]
+    tput = report["throughput_steps_per_s"]
+    ratios = {
+        "time_to_solve": ratio(t["rollax"], t["rejax"]),
+        "time_to_solve_warm_cache": ratio(t["rollax_warm_cache"], t["rejax"]),
+        f"time_for_budget_{batch_seeds}_seeds": ratio(b["rollax"], b["rejax"]),
+        "throughput": tput["rollax"] / tput["rejax"],
+    }
+    out["ratios_rollax_over_rejax"] = {k: v for k, v in ratios.items() if v is not None}
+    return out
 
 
 def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
@@ -299,7 +265,6 @@ def _print_run(name: str, label: str, run: dict[str, Any]) -> None:
     else:
         print(f"{name:6s} {label}: not solved within the budget (compile "
               f"{run['compile_s']:.2f} s)", flush=True)  # fmt: skip
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -95,12 +95,9 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import json
-import os
-import platform
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +105,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _common import FiveValueStep, Timed
+from _common import Timed
+from _harness import Parser, banner, cpu_name, emit, interval_estimates, verdict
+from _peers import (
+    BraxRuns,
+    brax_train,
+    rejax_agent,
+    rejax_evaluate_seeds,
+    rejax_train_seeds,
+)
 
 MINATAR_BUDGET = 1_048_576
 
@@ -158,7 +163,7 @@ REJAX_CLASSIC = {
 # (purejaxql/config/alg/pqn_minatar.yaml: 128 x 32, 2 epochs of 32 minibatches, lr 5e-4,
 # epsilon to 0.05 over a tenth, lambda 0.65) on rejax's own Q-network (an MLP with layer
 # normalization; purejaxql's is a CNN, and anneals the learning rate with RAdam).
-_PQN_MINATAR = dict(
+PQN_MINATAR = dict(
     num_envs=128,
     num_steps=32,
     num_minibatches=32,
@@ -204,8 +209,6 @@ REJAX_PQN = {
         num_epochs=5, eps_start=1.0, eps_end=0.05, exploration_fraction=0.5, gamma=0.99,
         td_lambda=0.9, normalize_observations=False,
     ),
-    **{f"gymnax/{game}-MinAtar": _PQN_MINATAR
-       for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")},
 }  # fmt: skip
 
 # Brax's published PPO settings for inverted_pendulum (its training notebook).
@@ -250,17 +253,8 @@ CRAFTAX_BUDGET = 1_048_576
 CRAFTAX = "craftax/Craftax-Classic-Symbolic-v1"
 
 
-# Returns that split learned runs from stuck ones. Breakout: runs that stay on the plateau
-# end near 7, runs that leave it above 20. CartPole and Acrobot: Gymnasium's reward_threshold
-# (solved). MountainCarContinuous: a run that found the goal ends near 90, one that never did
-# near 0.
-MINATAR_THRESHOLDS = {"Breakout": 15.0}
-# PendulumSwingup rewards only a pendulum near upright: a run that learned to swing it up ends
-# above 500, one that never did near 0.
-PLAYGROUND_THRESHOLDS = {"PendulumSwingup": 100.0}
 PLAYGROUND_CARTPOLE = "playground/CartpoleBalance"
 PLAYGROUND_REACHER = "playground/ReacherEasy"
-CLASSIC_THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCarContinuous-v0": 50.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,64 +294,66 @@ class Row:
         return self.task if self.algo == "ppo" else f"{self.algo}:{self.task}"
 
 
-def _pqn_row(task: str, settings: dict) -> Row:
-    """PQN's row of ``task`` against rejax's PQN: MinAtar at its budget, the rest at the
-    preset's."""
-    if task.startswith("gymnax/"):
-        game = task.removeprefix("gymnax/")
-        return Row(task, "rejax", game, settings, MINATAR_BUDGET,
-                   MINATAR_THRESHOLDS.get(game.split("-")[0]), "pqn")  # fmt: skip
-    return Row(task, "rejax", task, settings, None, CLASSIC_THRESHOLDS.get(task), "pqn")
-
-
-ROWS = [
-    *(
-        Row(
-            f"gymnax/{game}-MinAtar",
-            "rejax",
-            f"{game}-MinAtar",
-            REJAX_MINATAR,
-            MINATAR_BUDGET,
-            MINATAR_THRESHOLDS.get(game),
-        )
-        for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
-    ),
-    Row("brax/inverted_pendulum", "brax", "inverted_pendulum", BRAX_INVERTED_PENDULUM, 1_048_576),
-    *(
-        Row(task, "rejax", task, REJAX_CLASSIC[task], None, CLASSIC_THRESHOLDS.get(task))
-        for task in REJAX_CLASSIC
-    ),
+# The table. ``threshold``: a return that splits learned runs from stuck ones. Breakout: runs
+# that stay on the plateau end near 7, runs that leave it above 20. CartPole and Acrobot:
+# Gymnasium's reward_threshold (solved). MountainCarContinuous: a run that found the goal
+# ends near 90, one that never did near 0. PendulumSwingup rewards only a pendulum near
+# upright: a run that learned to swing it up ends above 500, one that never did near 0.
+# ``comparable_at``: the IQM Playground's published settings reach on the task.
+ROWS = (
+    # PPO against rejax with gymnax-blines' MinAtar settings, and Brax's PPO.
+    Row("gymnax/Breakout-MinAtar", "rejax", "Breakout-MinAtar", REJAX_MINATAR, MINATAR_BUDGET,
+        threshold=15.0),
+    Row("gymnax/Asterix-MinAtar", "rejax", "Asterix-MinAtar", REJAX_MINATAR, MINATAR_BUDGET),
+    Row("gymnax/Freeway-MinAtar", "rejax", "Freeway-MinAtar", REJAX_MINATAR, MINATAR_BUDGET),
+    Row("gymnax/SpaceInvaders-MinAtar", "rejax", "SpaceInvaders-MinAtar", REJAX_MINATAR,
+        MINATAR_BUDGET),
+    Row("brax/inverted_pendulum", "brax", "inverted_pendulum", BRAX_INVERTED_PENDULUM,
+        1_048_576),
+    # PPO against rejax with its own settings for the classic tasks.
+    Row("CartPole-v1", "rejax", "CartPole-v1", REJAX_CLASSIC["CartPole-v1"], threshold=475.0),
+    Row("Acrobot-v1", "rejax", "Acrobot-v1", REJAX_CLASSIC["Acrobot-v1"], threshold=-100.0),
+    Row("Pendulum-v1", "rejax", "Pendulum-v1", REJAX_CLASSIC["Pendulum-v1"]),
+    Row("MountainCarContinuous-v0", "rejax", "MountainCarContinuous-v0",
+        REJAX_CLASSIC["MountainCarContinuous-v0"], threshold=50.0),
+    # The suites: the authors' settings, or a random policy where no peer trains on them.
     Row(CRAFTAX, "authors", CRAFTAX, CRAFTAX_AUTHORS, CRAFTAX_BUDGET),
     Row("jumanji/Snake-v1", "random", "jumanji/Snake-v1", {}),
     Row("xminigrid/MiniGrid-DoorKey-5x5", "random", "xminigrid/MiniGrid-DoorKey-5x5", {}),
-    *(_pqn_row(task, settings) for task, settings in REJAX_PQN.items()),
-    *(
-        Row(task, "rejax", task, s, None, CLASSIC_THRESHOLDS.get(task), "td3")
-        for task, s in REJAX_TD3.items()
-    ),
-    *(
-        Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, algo=a, comparable_at=900.0)
-        for a in ("ppo", "sac", "td3")
-    ),
-    *(
-        Row(PLAYGROUND_REACHER, "playground", "ReacherEasy", {}, algo=a, comparable_at=800.0)
-        for a in ("sac", "td3")
-    ),
-    *(
-        Row(task, "cached", task, {"reset_strategy": "cached"})
-        for task in (PLAYGROUND_CARTPOLE, PLAYGROUND_REACHER)
-    ),
-    *(
-        Row(
-            f"playground/{task}",
-            "random",
-            f"playground/{task}",
-            {},
-            threshold=PLAYGROUND_THRESHOLDS.get(task),
-        )
-        for task in ("CartpoleSwingup", "PendulumSwingup", "AcrobotSwingup")
-    ),
-]
+    # PQN against rejax's PQN: its own CartPole settings, purejaxql's MinAtar ones.
+    Row("CartPole-v1", "rejax", "CartPole-v1", REJAX_PQN["CartPole-v1"], threshold=475.0,
+        algo="pqn"),
+    Row("gymnax/Breakout-MinAtar", "rejax", "Breakout-MinAtar", PQN_MINATAR, MINATAR_BUDGET,
+        threshold=15.0, algo="pqn"),
+    Row("gymnax/Asterix-MinAtar", "rejax", "Asterix-MinAtar", PQN_MINATAR, MINATAR_BUDGET,
+        algo="pqn"),
+    Row("gymnax/Freeway-MinAtar", "rejax", "Freeway-MinAtar", PQN_MINATAR, MINATAR_BUDGET,
+        algo="pqn"),
+    Row("gymnax/SpaceInvaders-MinAtar", "rejax", "SpaceInvaders-MinAtar", PQN_MINATAR,
+        MINATAR_BUDGET, algo="pqn"),
+    # TD3 against rejax's TD3 (Brax's task through rejax's own adapter).
+    Row("Pendulum-v1", "rejax", "Pendulum-v1", REJAX_TD3["Pendulum-v1"], algo="td3"),
+    Row("MountainCarContinuous-v0", "rejax", "MountainCarContinuous-v0",
+        REJAX_TD3["MountainCarContinuous-v0"], threshold=50.0, algo="td3"),
+    Row("brax/inverted_pendulum", "rejax", "brax/inverted_pendulum",
+        REJAX_TD3["brax/inverted_pendulum"], algo="td3"),
+    # MuJoCo Playground: Brax's PPO and SAC as Playground trains them.
+    Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, comparable_at=900.0),
+    Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, algo="sac",
+        comparable_at=900.0),
+    Row(PLAYGROUND_CARTPOLE, "playground", "CartpoleBalance", {}, algo="td3",
+        comparable_at=900.0),
+    Row(PLAYGROUND_REACHER, "playground", "ReacherEasy", {}, algo="sac", comparable_at=800.0),
+    Row(PLAYGROUND_REACHER, "playground", "ReacherEasy", {}, algo="td3", comparable_at=800.0),
+    # Fresh against cached resets: rollax's own preset both ways.
+    Row(PLAYGROUND_CARTPOLE, "cached", PLAYGROUND_CARTPOLE, {"reset_strategy": "cached"}),
+    Row(PLAYGROUND_REACHER, "cached", PLAYGROUND_REACHER, {"reset_strategy": "cached"}),
+    # Playground's swing-ups against a random policy (its peer needs a GPU).
+    Row("playground/CartpoleSwingup", "random", "playground/CartpoleSwingup", {}),
+    Row("playground/PendulumSwingup", "random", "playground/PendulumSwingup", {},
+        threshold=100.0),
+    Row("playground/AcrobotSwingup", "random", "playground/AcrobotSwingup", {}),
+)  # fmt: skip
 
 
 def presets(algo: str) -> dict[str, Any]:
@@ -542,110 +538,31 @@ def rejax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any
     """rejax's agent (``row.algo``: PPO, PQN or TD3) with the row's settings on gymnax's
     environment (another suite's through ``rejax.compat``): its ``train`` mapped over the
     seeds' keys (``jax.vmap``) in one program, and evaluated the same way."""
-    import gymnax
-    import rejax
-    from rejax.evaluate import evaluate
-
-    if "/" in row.peer_env:  # another suite, through rejax's own adapter of it
-        from rejax.compat import create
-
-        env, env_params = create(row.peer_env)
-        # rejax 0.1.3's adapter predates gymnax 1.0's time limit check (``state.time``), which
-        # Brax's states lack: Brax's own episode wrapper ends episodes at their limit.
-        env.is_truncated = lambda state, params: jnp.zeros((), jnp.bool_)
-    else:
-        env, env_params = gymnax.make(row.peer_env)
-    env = FiveValueStep(env)
-    algo = getattr(rejax, row.algo.upper()).create(
-        env=env,
-        env_params=env_params,
-        **row.peer_settings,
-        total_timesteps=budget,
-        eval_freq=budget,
-        skip_initial_evaluation=True,
-    )
-    algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
+    agent = rejax_agent(row.algo, row.peer_env, row.peer_settings, budget)
     jax.clear_caches()
-    keys = jnp.stack([jax.random.key(seed) for seed in range(seeds)])
-    with Timed() as t:
-        with Timed() as compile_t:
-            train = jax.jit(jax.vmap(lambda key: algo.train(key)[0])).lower(keys).compile()
-        ts = jax.block_until_ready(train(keys))
-    horizon = int(env_params.max_steps_in_episode)
-
-    def play(ts: Any, key: jax.Array) -> jax.Array:
-        return evaluate(algo.make_act(ts), key, env, env_params, episodes, horizon)[1]
-
-    eval_keys = jax.random.split(jax.random.key(10_000), seeds)
-    returns = np.asarray(jax.jit(jax.vmap(play))(ts, eval_keys))  # (seeds, episodes)
+    ts, wall_s, compile_s = rejax_train_seeds(agent, seeds)
+    returns = rejax_evaluate_seeds(agent, ts, episodes)  # (seeds, episodes)
     steps = int(np.asarray(ts.global_step)[0])
-    return runs_report(returns.mean(axis=1), t.seconds, compile_t.seconds, steps, seeds)
+    return runs_report(returns.mean(axis=1), wall_s, compile_s, steps, seeds)
 
 
 # ---------------------------------------------------------------------------- Brax
 
 
-def _replicate_shim() -> None:
-    """Brax's PPO calls ``jax.device_put_replicated`` (removed in jax 0.10): stack the value
-    once per device and put it there with a ``NamedSharding`` over the devices."""
-    if hasattr(jax, "device_put_replicated"):
-        return
-
-    def device_put_replicated(value: Any, devices: list) -> Any:
-        mesh = jax.sharding.Mesh(np.array(devices), ("d",))
-        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
-        stacked = jax.tree.map(lambda x: jnp.stack([x] * len(devices)), value)
-        return jax.device_put(stacked, sharding)
-
-    jax.device_put_replicated = device_put_replicated
-
-
-def brax_seeds(
-    make_env: Any,
-    settings: dict,
-    budget: int,
-    seeds: int,
-    episodes: int,
-    algo: str = "ppo",
-    **train: Any,
-) -> dict[str, Any]:
-    """Brax's PPO (or SAC: ``algo="sac"``) on a fresh ``make_env()`` for each seed, seed
-    after seed (its ``train`` runs a whole training loop in Python and cannot be mapped over
-    keys), with ``settings`` and ``train`` as its arguments; its final evaluation is not
-    timed."""
-    import importlib
-
-    trainer = importlib.import_module(f"brax.training.agents.{algo}.train")
-    _replicate_shim()
-    returns, wall_s = [], 0.0
-    for seed in range(seeds):
-        final: dict[str, Any] = {}
-        jax.clear_caches()
-        with Timed() as t:
-            trainer.train(
-                environment=make_env(),
-                num_timesteps=budget,
-                num_evals=1,
-                num_eval_envs=episodes,
-                deterministic_eval=False,
-                seed=seed,
-                progress_fn=lambda step, m: final.update(step=step, **m),  # noqa: B023
-                **settings,
-                **train,
-            )
-        wall_s += t.seconds - float(final.get("eval/epoch_eval_time", 0.0))
-        returns.append(float(final["eval/episode_reward"]))
-    return runs_report(np.asarray(returns), wall_s, None, int(final["step"]), seeds)
+def brax_report(runs: BraxRuns, seeds: int) -> dict[str, Any]:
+    """:func:`runs_report` of Brax's runs (its compile time is not apart from its training)."""
+    return runs_report(runs.returns, runs.wall_s, None, runs.steps, seeds)
 
 
 def brax_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
-    """Brax's PPO with its published settings on Brax's own environment (:func:`brax_seeds`)."""
+    """Brax's PPO with its published settings on Brax's own environment (``brax_train``)."""
     from brax import envs
 
     settings = dict(row.peer_settings)
     if budget < 10 * settings["num_envs"]:  # a quick check: shrink the batch with the budget
         settings.update(num_envs=16, batch_size=16, num_minibatches=4)
-    return brax_seeds(lambda: envs.get_environment(row.peer_env), settings, budget, seeds, episodes)
+    runs = brax_train(lambda: envs.get_environment(row.peer_env), settings, budget, seeds, episodes)
+    return brax_report(runs, seeds)
 
 
 def playground_settings(task: str, algo: str, budget: int) -> dict[str, Any]:
@@ -685,7 +602,7 @@ def playground_settings(task: str, algo: str, budget: int) -> dict[str, Any]:
 
 def playground_run(row: Row, budget: int, seeds: int, episodes: int) -> dict[str, Any]:
     """Brax's PPO or SAC (``row.algo``) as MuJoCo Playground trains its DM Control tasks
-    (:func:`brax_seeds`): Playground's published settings (:func:`playground_settings`:
+    (``brax_train``): Playground's published settings (:func:`playground_settings`:
     Brax's default networks, SAC's critics with layer normalization) on its own environment
     (MJX, ``impl="jax"``, as rollax's) through ``wrap_for_brax_training``, the cached reset
     and all. Brax's SAC runs once for the SAC and TD3 rows of a task in one invocation."""
@@ -702,7 +619,7 @@ def _brax_on_playground(
 
     env_config = registry.get_default_config(task)
     env_config["impl"] = "jax"
-    return brax_seeds(
+    runs = brax_train(
         lambda: registry.load(task, config=env_config),
         playground_settings(task, learner, budget),
         budget,
@@ -711,6 +628,7 @@ def _brax_on_playground(
         learner,
         wrap_env_fn=wrapper.wrap_for_brax_training,
     )
+    return brax_report(runs, seeds)
 
 
 BRAX_LEARNERS = {"ppo": "ppo", "sac": "sac", "td3": "sac"}
@@ -746,31 +664,6 @@ def run_row(row: Row, budget: int, seeds: int, episodes: int, reps: int) -> dict
         print(f"{row.name} {name}: {describe(report[name])}", flush=True)
     report.update(compare(report, row.peer, row.threshold, reps, row.comparable_at))
     return report
-
-
-def interval_estimates(scores: dict[str, Any], statistic: Any, reps: int) -> dict[str, list]:
-    """rliable's point estimate and 95% stratified bootstrap percentile interval of
-    ``statistic`` for each entry of ``scores``, as ``[estimate, low, high]``. An entry is
-    float ``(seeds, 1)`` (the runs of one task), or a list of two for a statistic of two
-    samples, resampled independently (the seeds of two libraries are not paired). rliable
-    draws its resamples from numpy's global generator: it is seeded with 0 before each call,
-    so the same returns give the same intervals."""
-    from rliable import library as rly
-
-    np.random.seed(0)  # noqa: NPY002
-    point, interval = rly.get_interval_estimates(
-        scores, lambda *s: np.array([statistic(*s)]), reps=reps
-    )
-    return {k: [float(point[k][0]), *map(float, interval[k][:, 0])] for k in scores}
-
-
-def verdict(improvement: list[float], difference: list[float]) -> str:
-    """``"above"`` where the interval of the probability of improvement lies above 0.5 or
-    that of the IQM difference (rollax - peer) above 0, and neither interval lies below;
-    ``"below"`` the other way round; ``"tied"`` otherwise (each ``[estimate, low, high]``)."""
-    above = improvement[1] > 0.5 or difference[1] > 0
-    below = improvement[2] < 0.5 or difference[2] < 0
-    return "above" if above and not below else "below" if below and not above else "tied"
 
 
 def seeds_above(returns: list[float], threshold: float | None) -> int | None:
@@ -868,36 +761,22 @@ def restate(saved: Path, reps: int) -> None:
         r.update(compare(r, r["peer"], r["threshold"], reps, r.get("comparable_at")))
     report["args"]["reps"] = reps
     print_table(report["results"])
-    print(json.dumps(report))
-
-
-def cpu_name() -> str:
-    """The machine's CPU model and core count, as the table names it."""
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines()
-                 if ln.startswith("model name")]  # fmt: skip
-        model = names[0] if names else model
-    affinity = getattr(os, "sched_getaffinity", None)
-    cores = len(affinity(0)) if affinity else os.cpu_count()
-    return f"{model}, {cores} cores"
+    emit(report)
 
 
 def main() -> None:
     tasks = [row.name for row in ROWS]
     trained = [row.name for row in ROWS if row.peer in ("rejax", "brax")]
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--tasks", nargs="+", default=trained, choices=tasks, metavar="TASK",
                         help="rows to run, in this order (default: every row whose peer is "
                              f"another library: {', '.join(trained)}; the suites' rows, "
                              f"{', '.join(t for t in tasks if t not in trained)}, are named "
                              "here)")  # fmt: skip
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--episodes", type=int, default=64, help="evaluation episodes")
+    parser.seeds(10).episodes(64)
     parser.add_argument("--budget", type=int, default=None,
                         help="steps per seed for every row (default: each row's own)")  # fmt: skip
-    parser.add_argument("--reps", type=int, default=5_000, help="bootstrap resamples")
+    parser.reps(5_000)
     parser.add_argument("--from", dest="saved", type=Path, default=None, metavar="FILE",
                         help="train nothing: the statistics and the table again from the runs "
                              "of a saved report (a file whose last line is this script's "
@@ -906,8 +785,7 @@ def main() -> None:
     if args.saved is not None:
         restate(args.saved, args.reps)
         return
-    cpu = cpu_name()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({cpu})", flush=True)
+    banner()
     rows = {row.name: row for row in ROWS}
     results, skipped = {}, {}
     for name in args.tasks:
@@ -919,8 +797,8 @@ def main() -> None:
         budget = budget_of(row, args.budget)
         results[name] = run_row(row, budget, args.seeds, args.episodes, args.reps)
     print_table(results)
-    report = {"args": vars(args), "jax": jax.__version__, "cpu": cpu}
-    print(json.dumps({**report, "results": results, "skipped": skipped}))
+    report = {"args": vars(args), "jax": jax.__version__, "cpu": cpu_name()}
+    emit({**report, "results": results, "skipped": skipped})
 
 
 if __name__ == "__main__":
