@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from _harness import Parser, emit
+
 
 def _timed(run: Callable[[], Any], repeats: int) -> float:
     run()
@@ -246,10 +248,8 @@ def sb3_part(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 4096])
-    parser.add_argument("--steps", type=int, default=200, help="step calls per timed run")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = Parser(__doc__).sizes(256, 4096).steps(200, help="step calls per timed run")
+    parser.repeats(5)
     parser.add_argument("--torchrl-steps", type=int, default=50, help="steps per TorchRL rollout")
     parser.add_argument("--parts", nargs="+", default=["gymnasium", "torchrl"],
                         choices=["gymnasium", "torchrl", "sb3"])  # fmt: skip
@@ -316,7 +316,7 @@ def main() -> None:
         print(f"  rollax/TorchRL GymWrapper {row['ratio_vs_torchrl_gym_sync']:.2f}x")
     sb3_results = sb3_part(args) if "sb3" in args.parts else {}
     report = {"benchmark": "adapters", "args": vars(args), "results": results}
-    print(json.dumps({**report, "torchrl_results": torchrl_results, "sb3_results": sb3_results}))
+    emit({**report, "torchrl_results": torchrl_results, "sb3_results": sb3_results})
 
 
 if __name__ == "__main__":

@@ -86,6 +86,7 @@ import jax
 import jax.numpy as jnp
 
 from _common import median_seconds
+from _harness import Parser, emit, jax_info
 
 OBS = {"vector": ((4,), jnp.float32), "image": ((84, 84, 3), jnp.uint8)}
 FULL = {"vector_capacity": 1_000_000, "image_capacity": 100_000, "calls": 100, "scan_steps": 100}
@@ -586,9 +587,9 @@ def print_kind(kind: str, table: dict, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--num-envs", type=int, default=256, help="environments per add")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.repeats(5)
     parser.add_argument("--calls", type=int, help="Python calls per timed run (default 100)")
     parser.add_argument("--scan-steps", type=int, help="adds per timed lax.scan (default 100)")
     parser.add_argument("--batch-size", type=int, default=256, help="sampled per call")
@@ -596,7 +597,7 @@ def main() -> None:
     parser.add_argument("--nstep", type=int, default=3, help="window of the successor rows")
     parser.add_argument("--vector-capacity", type=int, help="transitions (default 1,000,000)")
     parser.add_argument("--image-capacity", type=int, help="transitions (default 100,000)")
-    parser.add_argument("--kinds", nargs="+", choices=list(OBS), default=list(OBS))
+    parser.choice("--kinds", OBS)
     parser.add_argument(
         "--undonated-adds", type=int, default=4, help="adds without donation (image memory)"
     )
@@ -653,17 +654,7 @@ def main() -> None:
                 successors[variant]["memory"] = memory[variant, kind, "memory"]
         print_successors(kind, successors, args)
         table["successors"] = successors
-    print(
-        json.dumps(
-            {
-                "benchmark": "buffers",
-                "jax": jax.__version__,
-                "backend": jax.default_backend(),
-                "args": vars(args),
-                "results": results,
-            }
-        )
-    )
+    emit({"benchmark": "buffers", **jax_info(), "args": vars(args), "results": results})
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ a change: equal hashes mean the same bits. The last line is one JSON object of e
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 
 import jax
@@ -20,6 +19,7 @@ import numpy as np
 import optax
 
 import rollax
+from _harness import emit
 from rollax.agents.dqn import PRESETS as DQN_PRESETS
 from rollax.agents.dqn import DQNConfig, make_dqn
 from rollax.agents.ppo import PRESETS as PPO_PRESETS
@@ -200,7 +200,7 @@ def main() -> None:
         agent, steps, seeds = build()
         results[name] = fingerprint(agent, steps, seeds)
         print(name, results[name], flush=True)
-    print(json.dumps({"rollax": rollax.__version__, "fingerprints": results}))
+    emit({"rollax": rollax.__version__, "fingerprints": results})
 
 
 if __name__ == "__main__":

@@ -39,11 +39,8 @@ arms share compiled programs, so its timings mean nothing.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -55,6 +52,7 @@ import numpy as np
 
 import rollax
 from _common import use_compilation_cache
+from _harness import Parser, emit
 from rollax import stats
 from rollax.agents.ppo import PRESETS, PPOConfig
 from rollax.runs import RunConfig, load_run, train
@@ -183,12 +181,9 @@ def run_arm(
 
 def main() -> None:
     rollax.cores_as_devices()  # before JAX starts: each CPU core a device (`--devices auto`)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--tasks", nargs="+", default=["breakout", "maze"])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--episodes", type=int, default=64)
-    parser.add_argument("--reps", type=int, default=50_000, help="bootstrap resamples")
-    parser.add_argument("--tiny", action="store_true")
+    parser.repeats(5).episodes(64).reps(50_000).tiny()
     args = parser.parse_args()
     chosen_tasks = tasks(args.tiny)
     unknown = sorted(set(args.tasks) - set(chosen_tasks))
@@ -234,7 +229,7 @@ def main() -> None:
                 f"{figures['ratio_seconds']:.2f}",
                 flush=True,
             )
-    print(json.dumps(report), file=sys.stdout)
+    emit(report)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from typing import Any
 
@@ -38,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from _common import median_seconds, random_actions, rollax_rollout
+from _harness import Parser, banner, emit
 
 PIXEL_TARGET = 400.0
 
@@ -171,20 +170,16 @@ def pixel_cartpole_time_to(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["render", "cartpole"],
-                        choices=["render", "cartpole"])  # fmt: skip
-    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
-    parser.add_argument("--steps", type=int, default=100, help="steps per timed render scan")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = Parser(__doc__).choice("--parts", ["render", "cartpole"]).sizes(256, 1024)
+    parser.steps(100, help="steps per timed render scan").repeats(5)
     parser.add_argument("--gym-frames", type=int, default=500)
     parser.add_argument("--cap-s", type=float, default=900.0, help="training seconds per run")
     parser.add_argument("--chunk", type=int, default=16_384, help="steps between evaluations")
-    parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes")
+    parser.episodes(32)
     parser.add_argument("--no-augment-run", action="store_true",
                         help="pixel CartPole: only the run with augmentation")  # fmt: skip
     args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
+    banner()
     report: dict[str, Any] = {"args": vars(args)}
     if "render" in args.parts:
         report["render"] = render_throughput(args.sizes, args.steps, args.repeats,
@@ -198,7 +193,7 @@ def main() -> None:
                 augment, args.cap_s, args.chunk, args.episodes, seed=0
             )
         report["pixel_cartpole"] = runs
-    print(json.dumps(report))
+    emit(report)
 
 
 if __name__ == "__main__":

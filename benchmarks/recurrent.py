@@ -96,7 +96,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from _common import Timed, median_of
+from _common import Timed
+from _harness import Parser, banner, emit, median_of
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_SRC = BENCH_DIR.parent / "src"
@@ -403,21 +404,20 @@ def bench(task: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1, one after another")
-    parser.add_argument("--steps", type=int, help="budget of every task (default: the table's)")
+    parser = Parser(__doc__).choice("--tasks", TASKS)
+    parser.seeds(3, help="seeds 0..N-1, one after another")
+    parser.steps(None, help="budget of every task (default: the table's)")
     parser.add_argument("--chunk", type=int, help="steps between training-return readings")
-    parser.add_argument("--episodes", type=int, default=64, help="final evaluation episodes")
+    parser.episodes(64, help="final evaluation episodes")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS),
                         help="rollax's agents")  # fmt: skip
     parser.add_argument("--skip-memorax", action="store_true", help="rollax's agents only")
     args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
+    banner()
     report: dict[str, Any] = {"args": vars(args), "tasks": {}}
     for task in args.tasks:
         report["tasks"][task] = bench(task, args)
-    print(json.dumps(report))
+    emit(report)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+from _harness import Parser, emit
+
 CONFIGS = {
     # CartPole's PPO with 64 environments per seed: 2,048 transitions per rollout.
     "ppo": dict(num_envs=64, num_steps=32, num_minibatches=4, num_epochs=4),
@@ -132,15 +134,8 @@ def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=None,
-        help="steps per timed call (default: 65,536 for PPO, 16,384 for DQN)",
-    )
+    parser = Parser(__doc__).choice("--agents", CONFIGS).repeats(5)
+    parser.steps(None, help="steps per timed call (default: 65,536 for PPO, 16,384 for DQN)")
     parser.add_argument(
         "--num-envs",
         type=int,
@@ -175,7 +170,7 @@ def main() -> None:
                 flush=True,
             )
     figures = {"benchmark": "scaling", "repeats": args.repeats, "num_envs": args.num_envs}
-    print(json.dumps({**figures, "results": results}))
+    emit({**figures, "results": results})
 
 
 if __name__ == "__main__":

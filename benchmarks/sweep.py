@@ -22,7 +22,6 @@ use all 4), for a quick check that the script runs.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
@@ -32,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _harness import Parser, emit
 
 GRIDS = {
     "ppo": (("learning_rate", ("1e-3", "2.5e-3", "5e-3", "1e-2")), ("ent_coef", ("0", "0.01"))),
@@ -96,9 +97,7 @@ def measure(algo: str, values: int, total_steps: int | None, work: Path) -> dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", nargs="+", default=list(GRIDS), choices=list(GRIDS))
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = Parser(__doc__).choice("--algos", GRIDS).repeats(3)
     parser.add_argument("--total-steps", type=int, default=0, help="0: the preset's budget")
     parser.add_argument("--values", type=int, default=4, choices=range(1, 5))
     args = parser.parse_args()
@@ -138,7 +137,7 @@ def main() -> None:
         for p, v in results[algo]["final_return"].items():
             print(f"  {p}: final return {v['one_program']:.4g} in the sweep, "
                   f"{v['separate']:.4g} alone")  # fmt: skip
-    print(json.dumps({"benchmark": "sweep", "env": "CartPole-v1", "results": results}))
+    emit({"benchmark": "sweep", "env": "CartPole-v1", "results": results})
 
 
 if __name__ == "__main__":

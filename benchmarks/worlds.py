@@ -51,9 +51,7 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +61,7 @@ import numpy as np
 
 import rollax
 from _common import interleaved_median_seconds, median_seconds
+from _harness import Parser, banner, emit
 from rollax.adapters._suite import suite_code
 
 FRESH = ("every_step", "on_done", "compact", "pool")
@@ -495,16 +494,12 @@ def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
-    parser.add_argument("--steps", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = Parser(__doc__).sizes(256, 1024).steps(128).repeats(3)
     parser.add_argument("--limit", type=int, default=16, help="the limit regime's time limit")
     parser.add_argument("--reset-ratio", type=int, default=16)
     parser.add_argument("--strategies", nargs="+", default=list(FRESH), choices=FRESH,
                         help="rollax's strategies to run (default: every fresh one)")  # fmt: skip
-    parser.add_argument("--suites", nargs="+", default=["craftax", "jumanji", "playground"],
-                        choices=["craftax", "jumanji", "playground"])  # fmt: skip
+    parser.choice("--suites", ["craftax", "jumanji", "playground"])
     parser.add_argument("--playground-tasks", nargs="+",
                         default=["CartpoleBalance", "WalkerWalk"],
                         help="MuJoCo Playground's tasks (the playground suite)")  # fmt: skip
@@ -519,7 +514,7 @@ def main() -> None:
                         help="also the staggered regime: the limit's episodes started at "
                         "staggered counts, so that N / limit end on every step")  # fmt: skip
     args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}", flush=True)
+    banner()
     results: dict[str, Any] = {"args": vars(args), "backend": jax.default_backend()}
     tasks = {"craftax": [f"craftax/{CRAFTAX}"], "jumanji": [f"jumanji/{MAZE}"],
              "playground": [f"playground/{t}" for t in args.playground_tasks]}  # fmt: skip
@@ -532,7 +527,7 @@ def main() -> None:
         )  # fmt: skip
         results[f"{suite} {n}" if suite != "playground" else f"{env_id} {n}"] = row
     print_ratios(results)
-    print(json.dumps(results))
+    emit(results)
 
 
 def ratios(row: dict[str, Any]) -> dict[str, float]:
