@@ -44,8 +44,6 @@ from rollax.runs._registry import (
     register,
 )
 from rollax.runs._run import (
-    Run,
-    RunConfig,
     compilation_cache_dir,
     enable_compilation_cache,
     evaluate_run,
@@ -56,6 +54,7 @@ from rollax.runs._run import (
     write_video,
 )
 from rollax.runs._run_dir import RunDirectory
+from rollax.runs._run_state import Run, RunConfig
 from rollax.runs._video import check_video_path, record_episode
 
 __all__ = [

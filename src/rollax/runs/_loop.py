@@ -45,8 +45,8 @@ from rollax.runs._pbt import PBTConfig
 from rollax.runs._plots import plot_curve, plot_population
 from rollax.runs._population import Population, ScheduleReplay
 from rollax.runs._progress import Progress
-from rollax.runs._run import Run, evaluate_state
 from rollax.runs._run_dir import is_writer
+from rollax.runs._run_state import Run, evaluate_state
 from rollax.runs._sinks import TensorBoardSink, seed_return_fields
 from rollax.runs._trackers import open_trackers
 from rollax.training import point_labels

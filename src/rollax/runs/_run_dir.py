@@ -260,7 +260,7 @@ class RunDirectory:
         return stored
 
     def read_metrics(self) -> tuple[list[str], list[dict[str, str]]]:
-        """The columns and the complete rows of ``metrics.csv`` (:func:`read_metrics`)."""
+        """The columns and the complete rows of ``metrics.csv``."""
         return read_metrics(self.metrics)
 
     def open_metrics(self, fields: Sequence[str]) -> MetricsFile:
