@@ -303,28 +303,31 @@ def stretch_schedule(hp: OptimizerHyperParams, schedule_steps: int) -> Optimizer
 def schedule_multiplier(hp: OptimizerHyperParams, step: jax.Array) -> jax.Array:
     """The learning rate's factor after ``step`` optimizer steps: float32 ``()``.
 
-    With ``p = step / schedule_steps`` clipped to [0, 1]: constant 1; linear ``1 - p``;
-    cosine ``(1 + cos(pi p)) / 2``; warmup_cosine ``p / w`` while ``p < w`` (``w`` the
-    warmup fraction), then the cosine over the rest. ``schedule_steps = 0``: 1.
+    optax's own schedules, applied to the budget: each runs over a unit span and is read at
+    the progress ``p = step / schedule_steps``, so that the span (and a warmup's fraction)
+    stays data that a resume stretches and a sweep varies. constant: 1; linear:
+    ``optax.linear_schedule`` from 1 to 0; cosine: ``optax.cosine_decay_schedule``;
+    warmup_cosine: a linear warmup over the warmup fraction ``w``, then the cosine decay over
+    the rest (``optax.warmup_cosine_decay_schedule``'s shape). ``schedule_steps = 0``: 1.
     """
     span = hp.schedule_steps
     progress = step.astype(jnp.float32) / jnp.where(span > 0, span, 1.0)
-    linear = jnp.clip(1.0 - progress, 0.0, 1.0)  # as rollax 0.1 annealed PPO: same bits
     p = jnp.clip(progress, 0.0, 1.0)
-    cosine = 0.5 * (1.0 + jnp.cos(jnp.pi * p))
     w = hp.warmup_fraction
-    after = jnp.clip((p - w) / jnp.maximum(1.0 - w, 1e-12), 0.0, 1.0)
-    warmup_cosine = jnp.where(
-        p < w, p / jnp.maximum(w, 1e-12), 0.5 * (1.0 + jnp.cos(jnp.pi * after))
-    )
+    warmup = p / jnp.maximum(w, 1e-12)
+    decay = _UNIT_COSINE((p - w) / jnp.maximum(1.0 - w, 1e-12))
     code = hp.lr_schedule
     factor = jnp.select(
         [code == SCHEDULES.index("linear"), code == SCHEDULES.index("cosine"),
          code == SCHEDULES.index("warmup_cosine")],
-        [linear, cosine, warmup_cosine],
+        [_UNIT_LINEAR(progress), _UNIT_COSINE(progress), jnp.where(p < w, warmup, decay)],
         1.0,
     )  # fmt: skip
     return jnp.where(span > 0, factor, 1.0)
+
+
+_UNIT_LINEAR = optax.linear_schedule(1.0, 0.0, transition_steps=1)
+_UNIT_COSINE = optax.cosine_decay_schedule(1.0, decay_steps=1)
 
 
 def _around(
