@@ -23,7 +23,7 @@ from rollax.envs import EnvParams, VecEnv
 from rollax.types import PRNGKey
 
 if TYPE_CHECKING:
-    from rollax.training._agent import Policy
+    from rollax.training._policy import Policy
 
 __all__ = ["make_evaluator", "params_for_batch"]
 
