@@ -159,7 +159,7 @@ def replay(
 
     Args:
         network: The agent's network: ``apply(params, obs, carry, first) -> (carry,
-            *outputs)`` (PPO's :class:`~rollax.agents.ppo.PolicyNetwork`: the distribution
+            *outputs)`` (a :class:`~rollax.networks.Network`; PPO's outputs are the distribution
             and the value).
         params: Its parameters.
         minibatch: One minibatch; ``steps[0]`` are the observations, ``steps[1]`` the
