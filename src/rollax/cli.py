@@ -45,12 +45,23 @@ class TrainArgs(Generic[ConfigT]):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rollax`` command (``train``'s options go to tyro)."""
-    from rollax.runs import BANDS, STATS, X_AXES, algorithms, get_algorithm
-
     parser = argparse.ArgumentParser(
         prog="rollax", description="Train, resume and evaluate reinforcement-learning runs."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_train(commands)
+    _add_resume(commands)
+    _add_eval(commands)
+    _add_plot(commands)
+    _add_envs(commands)
+    _add_check(commands)
+    _add_info(commands)
+    return parser
+
+
+def _add_train(commands: Any) -> None:
+    """``rollax train ALGO [OPTIONS]``: the options themselves are parsed by tyro later."""
+    from rollax.runs import algorithms, get_algorithm
 
     names = algorithms()
     train = commands.add_parser(
@@ -64,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         "options", nargs=argparse.REMAINDER, help="--env ID and the algorithm's options"
     )
 
+
+def _add_resume(commands: Any) -> None:
+    """``rollax resume RUN_DIR``: a new budget, devices, no progress bar, cluster options."""
     resume = commands.add_parser("resume", help="continue a run from its newest checkpoint")
     resume.add_argument("run_dir", metavar="RUN_DIR", help="the run's directory")
     resume.add_argument(
@@ -82,12 +96,20 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_cluster_options(resume)
 
+
+def _add_eval(commands: Any) -> None:
+    """``rollax eval RUN_DIR``: episodes per seed, and a video of one."""
     evaluate = commands.add_parser("eval", help="evaluate a run's newest checkpoint")
     evaluate.add_argument("run_dir", metavar="RUN_DIR", help="the run's directory")
     evaluate.add_argument("--episodes", type=int, default=32, help="episodes per seed")
     evaluate.add_argument(
         "--video", default=None, metavar="FILE", help="also record an episode to FILE (.gif/.mp4)"
     )
+
+
+def _add_plot(commands: Any) -> None:
+    """``rollax plot RUN_DIR...``: the picture, its axis, statistic, band, smoothing, title."""
+    from rollax.runs import BANDS, STATS, X_AXES
 
     plot = commands.add_parser(
         "plot",
@@ -133,21 +155,30 @@ def build_parser() -> argparse.ArgumentParser:
         "(its population.jsonl) instead of learning curves",
     )
 
+
+def _add_envs(commands: Any) -> None:
+    """``rollax envs``, which takes no options."""
     commands.add_parser(
         "envs", help="list the registered environments and the installed suites' ones"
     )
+
+
+def _add_check(commands: Any) -> None:
+    """``rollax check ENV``: the length of its random rollout."""
     check = commands.add_parser(
         "check", help="check an environment against rollax's interface (rollax.envs.check_env)"
     )
     check.add_argument("env", metavar="ENV", help="an id, module:Class or module/Id")
     check.add_argument("--steps", type=int, default=200, help="steps of the random rollout")
 
+
+def _add_info(commands: Any) -> None:
+    """``rollax info``: as text, or as JSON."""
     info = commands.add_parser(
         "info",
         help="versions, backend, devices, XLA flags rollax set, compilation-cache directory",
     )
     info.add_argument("--json", action="store_true", help="print one JSON object instead")
-    return parser
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -315,95 +346,147 @@ def _with_run_dir(algo: str, argv: list[str], options: list[str]) -> tuple[list[
 
 
 def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
+    """Run the parsed command (``argv``: the command line as given); returns its status."""
+    commands = {
+        "info": _run_info,
+        "envs": _run_envs,
+        "check": _run_check,
+        "train": _run_train,
+        "resume": _run_resume,
+        "eval": _run_eval,
+        "plot": _run_plot,
+    }
+    if args.command not in commands:
+        raise AssertionError(args.command)
+    return commands[args.command](args, argv)
+
+
+def _run_info(args: argparse.Namespace, argv: list[str]) -> int:
+    """``rollax info``: versions, backend, devices and flags, as text or JSON."""
+    from rollax._info import format_info, system_info
+
+    info = system_info()
+    print(json.dumps(info, indent=2) if args.json else format_info(info))
+    return 0
+
+
+def _run_envs(args: argparse.Namespace, argv: list[str]) -> int:
+    """``rollax envs``: the registered environments, then the installed suites' ones."""
+    from rollax.envs import registered_envs, suite_envs
+
+    print("\n".join(registered_envs() + suite_envs()))
+    return 0
+
+
+def _run_check(args: argparse.Namespace, argv: list[str]) -> int:
+    """``rollax check ENV``: each finding on stdout, a summary on stderr; 1 if any."""
+    from rollax.envs import EnvCheckError, check_env
+
+    try:
+        findings = check_env(args.env, steps=args.steps, raise_error=False)
+    except EnvCheckError as e:  # found unfit as it was registered or made
+        findings = e.findings
+    for finding in findings:
+        print(f"- {finding}")
+    print(
+        f"{args.env}: {len(findings)} finding{'s' * (len(findings) != 1)}"
+        if findings
+        else f"{args.env}: passes every check.",
+        file=sys.stderr,
+    )
+    return 1 if findings else 0
+
+
+def _run_train(args: argparse.Namespace, argv: list[str]) -> int:
+    """``rollax train ALGO``: in a supervised child for a multi-process run, else here."""
+    from rollax import runs
+    from rollax.envs import make
+
+    cluster_args, options = split_cluster_options(args.options)
+    cluster = cluster_from(cluster_args)
+    if _supervised(cluster):
+        argv, run_dir = _with_run_dir(args.algo, argv, options)
+        return supervise("train", argv, cluster, run_dir)
+    _join(cluster)  # before anything else uses JAX
+    config, run_config = parse_train_options(args.algo, options)
+    try:  # an unknown id or option fails here, before anything compiles
+        make(run_config.env, **run_config.make_options)
+    except TypeError as e:
+        raise ValueError(f"--env-options: {e}") from None
+    runs.train(config, run_config)
+    return 0
+
+
+def _run_resume(args: argparse.Namespace, argv: list[str]) -> int:
+    """``rollax resume RUN_DIR``: in a supervised child for a multi-process run, else here."""
     from rollax import runs
 
-    if args.command == "info":
-        from rollax._info import format_info, system_info
+    cluster = cluster_from(args)
+    if _supervised(cluster):
+        return supervise("resume", argv, cluster, args.run_dir)
+    _join(cluster)
+    devices = _devices_option(args.devices)
+    progress = False if args.no_progress else None
+    runs.resume(args.run_dir, args.total_steps, devices=devices, progress=progress)
+    return 0
 
-        info = system_info()
-        print(json.dumps(info, indent=2) if args.json else format_info(info))
-        return 0
-    if args.command == "envs":
-        from rollax.envs import registered_envs, suite_envs
 
-        print("\n".join(registered_envs() + suite_envs()))
-        return 0
-    if args.command == "check":
-        from rollax.envs import EnvCheckError, check_env
+def _devices_option(devices: str | None) -> int | str | None:
+    """``resume --devices``: a count as an int, ``'all'``, ``'auto'`` or ``None`` (unset).
 
-        try:
-            findings = check_env(args.env, steps=args.steps, raise_error=False)
-        except EnvCheckError as e:  # found unfit as it was registered or made
-            findings = e.findings
-        for finding in findings:
-            print(f"- {finding}")
-        print(
-            f"{args.env}: {len(findings)} finding{'s' * (len(findings) != 1)}"
-            if findings
-            else f"{args.env}: passes every check.",
-            file=sys.stderr,
-        )
-        return 1 if findings else 0
-    if args.command == "train":
-        from rollax.envs import make
-
-        cluster_args, options = split_cluster_options(args.options)
-        cluster = cluster_from(cluster_args)
-        if _supervised(cluster):
-            argv, run_dir = _with_run_dir(args.algo, argv, options)
-            return supervise("train", argv, cluster, run_dir)
-        _join(cluster)  # before anything else uses JAX
-        config, run_config = parse_train_options(args.algo, options)
-        try:  # an unknown id or option fails here, before anything compiles
-            make(run_config.env, **run_config.make_options)
-        except TypeError as e:
-            raise ValueError(f"--env-options: {e}") from None
-        runs.train(config, run_config)
-        return 0
-    if args.command == "resume":
-        cluster = cluster_from(args)
-        if _supervised(cluster):
-            return supervise("resume", argv, cluster, args.run_dir)
-        _join(cluster)
-        devices = args.devices
-        if devices is not None and devices not in ("all", "auto"):
-            if not devices.isdigit():
-                raise ValueError(
-                    f"--devices must be a positive integer, 'all' or 'auto', got {devices!r}."
-                )
-            devices = int(devices)
-        progress = False if args.no_progress else None
-        runs.resume(args.run_dir, args.total_steps, devices=devices, progress=progress)
-        return 0
-    if args.command == "eval":
-        if args.video:
-            runs.check_video_path(args.video, args.run_dir)
-        result = runs.evaluate_run(args.run_dir, args.episodes)
-        print(json.dumps(result, indent=2))
-        if args.video:
-            path, episode_return = runs.write_video(args.run_dir, args.video)
-            print(f"Wrote {path} (one episode, return {episode_return:.1f}).", file=sys.stderr)
-        return 0
-    if args.command == "plot" and args.population:
-        if len(args.run_dirs) != 1:
-            print(
-                "rollax plot: error: --population draws one run; give one RUN_DIR.", file=sys.stderr
+    Raises:
+        ValueError: anything else.
+    """
+    if devices is not None and devices not in ("all", "auto"):
+        if not devices.isdigit():
+            raise ValueError(
+                f"--devices must be a positive integer, 'all' or 'auto', got {devices!r}."
             )
-            return 2
-        path = runs.plot_population(args.run_dirs[0], args.out)
-        print(f"Wrote {path} (the schedules of {args.run_dirs[0]}'s members).", file=sys.stderr)
-        return 0
-    if args.command == "plot":
-        path = runs.plot_runs(
-            args.run_dirs,
-            args.out,
-            x=args.x,
-            smooth=args.smooth,
-            band=args.band,
-            title=args.title,
-            stat=args.stat,
-        )
-        runs = len(args.run_dirs)
-        print(f"Wrote {path} ({runs} run{'s' * (runs > 1)}).", file=sys.stderr)
-        return 0
-    raise AssertionError(args.command)
+        return int(devices)
+    return devices
+
+
+def _run_eval(args: argparse.Namespace, argv: list[str]) -> int:
+    """``rollax eval RUN_DIR``: the result as JSON on stdout, then the video if asked."""
+    from rollax import runs
+
+    if args.video:
+        runs.check_video_path(args.video, args.run_dir)
+    result = runs.evaluate_run(args.run_dir, args.episodes)
+    print(json.dumps(result, indent=2))
+    if args.video:
+        path, episode_return = runs.write_video(args.run_dir, args.video)
+        print(f"Wrote {path} (one episode, return {episode_return:.1f}).", file=sys.stderr)
+    return 0
+
+
+def _run_plot(args: argparse.Namespace, argv: list[str]) -> int:
+    """``rollax plot RUN_DIR...``: the runs' learning curves, or one population's schedules."""
+    from rollax import runs
+
+    if args.population:
+        return _plot_population(args)
+    path = runs.plot_runs(
+        args.run_dirs,
+        args.out,
+        x=args.x,
+        smooth=args.smooth,
+        band=args.band,
+        title=args.title,
+        stat=args.stat,
+    )
+    count = len(args.run_dirs)
+    print(f"Wrote {path} ({count} run{'s' * (count > 1)}).", file=sys.stderr)
+    return 0
+
+
+def _plot_population(args: argparse.Namespace) -> int:
+    """``rollax plot --population RUN_DIR``: one run's schedules; status 2 for several runs."""
+    from rollax import runs
+
+    if len(args.run_dirs) != 1:
+        print("rollax plot: error: --population draws one run; give one RUN_DIR.", file=sys.stderr)
+        return 2
+    path = runs.plot_population(args.run_dirs[0], args.out)
+    print(f"Wrote {path} (the schedules of {args.run_dirs[0]}'s members).", file=sys.stderr)
+    return 0

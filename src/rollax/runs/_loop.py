@@ -31,6 +31,7 @@ rather than from its own memory.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 import time
@@ -138,138 +139,278 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     """
     agent, rc = run.agent, run.run_config
     total = run.config.total_steps
-    log_every, ckpt_every = intervals(rc, total, agent.steps_per_iteration, announce=is_writer())
-    fields = metric_fields(run)
-    directory = run.directory
-    csv_sink = directory.open_metrics(fields)
-    scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
-    # Resumed: TensorBoard hides what an earlier session logged past the checkpoint (which is
-    # logged again), as resume drops those rows of metrics.csv; a new run hides nothing.
-    purge_step = run.env_steps + 1
-    tensorboard = TensorBoardSink(directory.tensorboard, scalars, purge_step)
-    # A sweep's grid points are TensorBoard runs of their own: tb/<point>/.
-    points = point_labels(run.config.sweep)
-    point_boards = [
-        TensorBoardSink(
-            directory.point_tensorboard(label),
-            ("episode_return", *run.agent.metric_names),
-            purge_step,
-        )
-        for label in points
-    ]
-    trackers: list = []
-    population: Population | None = None
+    every = intervals(rc, total, agent.steps_per_iteration, announce=is_writer())
+    sinks = _Sinks.open(run)
     progress = Progress(
         run.algorithm.name.upper(), total, run.env_steps, rc.progress and is_writer()
     )
     last_ckpt = run.env_steps
-    recent: float | None = None
     if agent.num_seeds > 1 and is_writer():
         print(f"rollax: training {_members(run)} on {_devices(agent.layout)}.", file=sys.stderr)
     try:
-        trackers = open_trackers(directory, rc, run.config_json())  # --wandb, --mlflow
-        if PBTConfig.from_run_config(rc).enabled:
-            population = Population(run)
+        sinks.trackers = open_trackers(run.directory, rc, run.config_json())  # --wandb, --mlflow
+        chunks = _Chunks.start(run, callback, sinks, progress, every, last_ckpt)
+        with _stop_requests() as stops:
+            stopping, asked = chunks.train(stops)
+            if run.checkpoints.latest_step() != run.env_steps:
+                _checkpoint(run, sinks.trackers)
+            if rc.eval_episodes and not stopping:
+                # Inside the signal handlers: a signal now ends the run after the evaluation.
+                _final_evaluation(run, sinks, rc.eval_episodes)
+            if stopping:
+                _say_stopped(run, progress, stops, asked)  # raises SystemExit after a signal
+                return  # the callback stopped the run: a normal end, without the evaluation
+    finally:
+        progress.close()
+        sinks.close()
+    print(f"Run directory: {run.directory.path}", file=sys.stderr)
+
+
+@dataclasses.dataclass
+class _Sinks:
+    """Where each chunk's metrics go: ``metrics.csv``, TensorBoard and the trackers."""
+
+    csv: Any
+    """``metrics.csv``, one row per chunk."""
+    tensorboard: TensorBoardSink
+    """The run's TensorBoard events (``tb/``)."""
+    point_boards: list[TensorBoardSink]
+    """A sweep's grid points' own TensorBoard runs (``tb/<point>/``); none without a sweep."""
+    trackers: list = dataclasses.field(default_factory=list)
+    """``--wandb``, ``--mlflow``: opened after the files, inside the loop's ``try``."""
+
+    @classmethod
+    def open(cls, run: Run) -> _Sinks:
+        """Open ``metrics.csv``, then the TensorBoard runs (the trackers are opened later)."""
+        directory = run.directory
+        csv_sink = directory.open_metrics(metric_fields(run))
+        scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
+        # Resumed: TensorBoard hides what an earlier session logged past the checkpoint (which
+        # is logged again), as resume drops those rows of metrics.csv; a new run hides nothing.
+        purge_step = run.env_steps + 1
+        tensorboard = TensorBoardSink(directory.tensorboard, scalars, purge_step)
+        # A sweep's grid points are TensorBoard runs of their own: tb/<point>/.
+        point_boards = [
+            TensorBoardSink(
+                directory.point_tensorboard(label),
+                ("episode_return", *run.agent.metric_names),
+                purge_step,
+            )
+            for label in point_labels(run.config.sweep)
+        ]
+        return cls(csv_sink, tensorboard, point_boards)
+
+    def write(self, run: Run, row: dict[str, Any], metrics: dict) -> None:
+        """Write a chunk's row to each sink in turn, and each grid point's row to its board."""
+        self.csv.write(run.env_steps, row)
+        self.tensorboard.write(run.env_steps, row)
+        for tracker in self.trackers:
+            tracker.write(run.env_steps, row)
+        for board, point_row in zip(self.point_boards, _point_rows(run, metrics), strict=True):
+            board.write(run.env_steps, point_row)
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        """Log single values (the final evaluation's) to TensorBoard and the trackers."""
+        self.tensorboard.scalars(values, step)
+        for tracker in self.trackers:
+            tracker.scalars(values, step)
+
+    def close(self) -> None:
+        """Close ``metrics.csv``, the TensorBoard runs, then the trackers."""
+        self.csv.close()
+        self.tensorboard.close()
+        for board in self.point_boards:
+            board.close()
+        for tracker in self.trackers:
+            tracker.close()
+
+
+@dataclasses.dataclass
+class _Chunks:
+    """The loop over chunks of ``log_every`` steps, and what it keeps between them."""
+
+    run: Run
+    callback: Callback | None
+    sinks: _Sinks
+    progress: Progress
+    total: int
+    """The budget: environment steps per seed."""
+    log_every: int
+    ckpt_every: int
+    last_ckpt: int
+    """The environment steps of the last checkpoint written (or of the start)."""
+    population: Population | None
+    """Population-based training's members (``--pbt-interval``); ``None`` without it."""
+    replay: ScheduleReplay | None
+    """Another run's best schedule, replayed (``--pbt-replay``); ``None`` without it."""
+    recent: float | None = None
+    """The mean return of the episodes that ended in the latest chunk where any did."""
+
+    @classmethod
+    def start(
+        cls,
+        run: Run,
+        callback: Callback | None,
+        sinks: _Sinks,
+        progress: Progress,
+        every: tuple[int, int],
+        last_ckpt: int,
+    ) -> _Chunks:
+        """Set up the population or the schedule replay (applied to the state at once)."""
+        rc = run.run_config
+        population = Population(run) if PBTConfig.from_run_config(rc).enabled else None
         replay = ScheduleReplay(run) if rc.pbt_replay else None
         if replay is not None:
             run.state = replay.apply(run.state, run.env_steps)
-        with _stop_requests() as stops:
-            stopping = asked = False
-            while run.env_steps < total and not stopping:
-                chunk = min(log_every, total - run.env_steps)
-                start = time.perf_counter()
-                previous = run.state
-                run.state, metrics = agent.run(run.state, chunk)
-                metrics = jax.device_get(metrics)
-                seconds = time.perf_counter() - start
-                episodes = np.asarray(metrics["episodes"])
-                interval: float | None = None  # mean return of episodes ended in this chunk
-                if episodes.sum() > 0:
-                    returns = np.asarray(metrics["episode_return"])
-                    interval = recent = float(returns[episodes > 0].mean())
-                row = _row(run, metrics, seconds, chunk, interval)
-                csv_sink.write(run.env_steps, row)
-                tensorboard.write(run.env_steps, row)
-                for tracker in trackers:
-                    tracker.write(run.env_steps, row)
-                for board, point_row in zip(point_boards, _point_rows(run, metrics), strict=True):
-                    board.write(run.env_steps, point_row)
-                finite = np.asarray(metrics["finite"])
-                if population is not None:
-                    population.observe(row)
-                if not finite.all() and (population is None or not finite.any()):
-                    progress.close()
-                    _stop_diverged(run, previous, metrics)
-                if population is not None and (
-                    not finite.all() or (population.due(run.env_steps) and run.env_steps < total)
-                ):  # a diverged member is replaced at once; none copies at the very end
-                    run.state, event = population.step(run.state, run.env_steps, finite)
-                    if event is not None and event["event"] == "diverged" and is_writer():
-                        _say_replaced(run, event)
-                if replay is not None:
-                    run.state = replay.apply(run.state, run.env_steps)
-                progress.update(run.env_steps, row["steps_per_second"], recent)
-                asked = callback is not None and _call_back(callback, run, row) is False
-                stopping = agree_any(bool(stops) or asked)  # every process stops at one step
-                if stopping:
-                    break
-                if run.env_steps - last_ckpt >= ckpt_every and run.env_steps < total:
-                    _checkpoint(run, trackers)
-                    last_ckpt = run.env_steps
-            if run.checkpoints.latest_step() != run.env_steps:
-                _checkpoint(run, trackers)
-            if rc.eval_episodes and not stopping:
-                # Inside the signal handlers: a signal now ends the run after the evaluation.
-                result = evaluate_state(run, rc.eval_episodes)
-                directory.write_evaluation(result)
-                final_returns = {
-                    f"eval/{name}_return": result[name]["mean"]
-                    for name in ("deterministic", "stochastic")
-                }
-                tensorboard.scalars(final_returns, run.env_steps)
-                for tracker in trackers:
-                    tracker.scalars(final_returns, run.env_steps)
-                print(
-                    f"Trained {run.env_steps} steps per seed; final return over "
-                    f"{rc.eval_episodes} episodes per seed: "
-                    f"{result['deterministic']['mean']:.4g} (deterministic), "
-                    f"{result['stochastic']['mean']:.4g} (stochastic).",
-                    file=sys.stderr,
-                )
-                for point in result.get("points", ()):
-                    print(
-                        f"  {point['point']}: {point['deterministic']:.4g} (deterministic), "
-                        f"{point['stochastic']:.4g} (stochastic)",
-                        file=sys.stderr,
-                    )
-            if stopping and not stops and asked:
-                progress.close()
-                print(
-                    f"The callback stopped the run at step {run.env_steps}: saved a checkpoint "
-                    f"in {directory.path}; continue with `rollax resume {directory.path}`.",
-                    file=sys.stderr,
-                )
-                return  # a normal end, without the final evaluation
+        total = run.config.total_steps
+        log_every, ckpt_every = every
+        return cls(
+            run=run,
+            callback=callback,
+            sinks=sinks,
+            progress=progress,
+            total=total,
+            log_every=log_every,
+            ckpt_every=ckpt_every,
+            last_ckpt=last_ckpt,
+            population=population,
+            replay=replay,
+        )
+
+    def train(self, stops: list[int]) -> tuple[bool, bool]:
+        """Train chunks until the budget is spent or the processes agree to stop.
+
+        Args:
+            stops: The signals received so far (:func:`_stop_requests`).
+
+        Returns:
+            ``(stopping, asked)``: whether the loop stopped early, and whether this process's
+            callback asked it to.
+        """
+        stopping = asked = False
+        while self.run.env_steps < self.total and not stopping:
+            row = self.step()
+            asked = self.callback is not None and _call_back(self.callback, self.run, row) is False
+            stopping = agree_any(bool(stops) or asked)  # every process stops at one step
             if stopping:
-                progress.close()
-                signum = stops[0] if stops else signal.SIGTERM  # another process's signal
-                name = signal.Signals(signum).name
-                here = "received" if stops else "received by another process"
-                print(
-                    f"{name} {here}: saved a checkpoint at step {run.env_steps} in "
-                    f"{directory.path}; continue with `rollax resume {directory.path}`.",
-                    file=sys.stderr,
-                )
-                raise SystemExit(128 + signum)
-    finally:
+                break
+            self.checkpoint_if_due()
+        return stopping, asked
+
+    def step(self) -> dict[str, Any]:
+        """Train one chunk and write its row; handle divergence, the population and replay."""
+        run = self.run
+        chunk = min(self.log_every, self.total - run.env_steps)
+        start = time.perf_counter()
+        previous = run.state
+        run.state, metrics = run.agent.run(run.state, chunk)
+        metrics = jax.device_get(metrics)
+        seconds = time.perf_counter() - start
+        row = self.write(metrics, seconds, chunk)
+        if self.population is not None:
+            self.population.observe(row)
+        self.stop_if_diverged(previous, metrics)
+        self.evolve(metrics)
+        if self.replay is not None:
+            run.state = self.replay.apply(run.state, run.env_steps)
+        self.progress.update(run.env_steps, row["steps_per_second"], self.recent)
+        return row
+
+    def write(self, metrics: dict, seconds: float, chunk: int) -> dict[str, Any]:
+        """The chunk's metrics row, written to every sink; ``recent`` follows its return."""
+        episodes = np.asarray(metrics["episodes"])
+        interval: float | None = None  # mean return of episodes ended in this chunk
+        if episodes.sum() > 0:
+            returns = np.asarray(metrics["episode_return"])
+            interval = self.recent = float(returns[episodes > 0].mean())
+        row = _row(self.run, metrics, seconds, chunk, interval)
+        self.sinks.write(self.run, row, metrics)
+        return row
+
+    def stop_if_diverged(self, previous: Any, metrics: dict) -> None:
+        """Stop the run on a non-finite value, unless a population can replace who diverged.
+
+        Without a population any member diverging stops it; with one, all of them must.
+
+        Raises:
+            TrainingDiverged: after saving ``previous``, the last finite state.
+        """
+        finite = np.asarray(metrics["finite"])
+        if not finite.all() and (self.population is None or not finite.any()):
+            self.progress.close()
+            _stop_diverged(self.run, previous, metrics)
+
+    def evolve(self, metrics: dict) -> None:
+        """The population's step: diverged members are replaced at once, others when due."""
+        if self.population is None:
+            return
+        run, finite = self.run, np.asarray(metrics["finite"])
+        if not finite.all() or (
+            self.population.due(run.env_steps) and run.env_steps < self.total
+        ):  # a diverged member is replaced at once; none copies at the very end
+            run.state, event = self.population.step(run.state, run.env_steps, finite)
+            if event is not None and event["event"] == "diverged" and is_writer():
+                _say_replaced(run, event)
+
+    def checkpoint_if_due(self) -> None:
+        """Write a checkpoint every ``ckpt_every`` steps, but not at the end (the loop does)."""
+        run = self.run
+        if run.env_steps - self.last_ckpt >= self.ckpt_every and run.env_steps < self.total:
+            _checkpoint(run, self.sinks.trackers)
+            self.last_ckpt = run.env_steps
+
+
+def _final_evaluation(run: Run, sinks: _Sinks, episodes: int) -> None:
+    """Evaluate the trained state: write it, log its returns and say them on stderr."""
+    result = evaluate_state(run, episodes)
+    run.directory.write_evaluation(result)
+    final_returns = {
+        f"eval/{name}_return": result[name]["mean"] for name in ("deterministic", "stochastic")
+    }
+    sinks.scalars(final_returns, run.env_steps)
+    print(
+        f"Trained {run.env_steps} steps per seed; final return over "
+        f"{episodes} episodes per seed: "
+        f"{result['deterministic']['mean']:.4g} (deterministic), "
+        f"{result['stochastic']['mean']:.4g} (stochastic).",
+        file=sys.stderr,
+    )
+    for point in result.get("points", ()):
+        print(
+            f"  {point['point']}: {point['deterministic']:.4g} (deterministic), "
+            f"{point['stochastic']:.4g} (stochastic)",
+            file=sys.stderr,
+        )
+
+
+def _say_stopped(run: Run, progress: Progress, stops: list[int], asked: bool) -> None:
+    """Say where the stopped run's checkpoint is and how to continue it.
+
+    Returns when this process's callback asked to stop (and no signal came); otherwise a
+    signal stopped it, here or in another process.
+
+    Raises:
+        SystemExit: ``128 + signal`` (SIGTERM for another process's signal).
+    """
+    path = run.directory.path
+    if not stops and asked:
         progress.close()
-        csv_sink.close()
-        tensorboard.close()
-        for board in point_boards:
-            board.close()
-        for tracker in trackers:
-            tracker.close()
-    print(f"Run directory: {directory.path}", file=sys.stderr)
+        print(
+            f"The callback stopped the run at step {run.env_steps}: saved a checkpoint "
+            f"in {path}; continue with `rollax resume {path}`.",
+            file=sys.stderr,
+        )
+        return
+    progress.close()
+    signum = stops[0] if stops else signal.SIGTERM  # another process's signal
+    name = signal.Signals(signum).name
+    here = "received" if stops else "received by another process"
+    print(
+        f"{name} {here}: saved a checkpoint at step {run.env_steps} in "
+        f"{path}; continue with `rollax resume {path}`.",
+        file=sys.stderr,
+    )
+    raise SystemExit(128 + signum)
 
 
 def _say_replaced(run: Run, event: dict[str, Any]) -> None:
