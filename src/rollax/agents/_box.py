@@ -6,13 +6,22 @@ they may explore with.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from rollax.agents._offpolicy import LAYOUT, OffPolicyState, observe_for_policy
+from rollax.agents._offpolicy import (
+    LAYOUT,
+    OffPolicyLearner,
+    OffPolicyState,
+    feedforward_act,
+    feedforward_explore,
+    observe_for_policy,
+)
 from rollax.envs import VecEnv
 from rollax.spaces import Box, is_image_key
 from rollax.training import SEED, Agent, ShardStart, stretch_schedule
@@ -22,9 +31,12 @@ __all__ = [
     "ActionBox",
     "RedNoise",
     "action_box",
+    "box_learner",
     "critic_values",
     "explore_in_box",
     "image_shapes",
+    "member_hyperparams",
+    "network_settings",
     "red_noise",
     "stretch_learner_schedule",
 ]
@@ -173,6 +185,54 @@ def image_shapes(obs_spec: Any) -> dict[str, tuple[int, ...]] | None:
     if not isinstance(obs_spec, dict):
         return None
     return {k: s.shape for k, s in obs_spec.items() if is_image_key(k)}
+
+
+def network_settings(config: Any, obs_spec: Any) -> dict[str, Any]:
+    """What an agent's actor and critics share, as their modules' keyword arguments.
+
+    The MLP's widths and activation, and the image encoders of dict observations.
+    """
+    return dict(
+        hidden_sizes=tuple(config.hidden_sizes),
+        activation=config.activation,
+        image_shapes=image_shapes(obs_spec),
+        layer_norm=config.encoder_layer_norm,
+    )
+
+
+def member_hyperparams(cls: type, member: Any) -> Any:
+    """One seed's ``cls`` hyperparameters for a member's configuration (Python numbers).
+
+    The optimizer's, scheduled over the member's gradient steps, and the member's fields of
+    ``cls``'s other names (:meth:`~rollax.training.OptimizerHyperParams.of`).
+    """
+    return cls.of(member, member.gradient_steps_in(member.total_steps))
+
+
+def box_learner(
+    config: Any, box: ActionBox, red: RedNoise | None, parts: Any, metric_names: Sequence[str]
+) -> OffPolicyLearner:
+    """The :class:`~rollax.agents.OffPolicyLearner` of an agent of box actions (SAC, TD3).
+
+    ``parts`` has the agent's pieces as methods: ``init(key, hparams)``, ``learn(learner,
+    batch, weight, key)``, ``act(learner, obs, key, deterministic)``, and for
+    :func:`explore_in_box` ``moved(learner, obs, noise)`` and ``sampled(learner, obs, key)``;
+    its ``obs_spec``; and ``HyperParams``, its :class:`~rollax.training.OptimizerHyperParams`
+    subclass, whose fields a member's configuration fills (:func:`member_hyperparams`). The
+    learning-rate schedule stretches to a new budget, and the correlated noise (``red``) is
+    the exploration state.
+    """
+    return OffPolicyLearner(
+        obs_spec=parts.obs_spec,
+        hyperparams=functools.partial(member_hyperparams, parts.HyperParams),
+        init=parts.init,
+        explore=feedforward_explore(explore_in_box(config, box, red, parts.moved, parts.sampled)),
+        learn=parts.learn,
+        metric_names=tuple(metric_names),
+        act=feedforward_act(parts.act),
+        with_budget=stretch_learner_schedule(config),
+        init_exploration=red.init if red else None,
+    )
 
 
 def critic_values(agent: Agent, critic: Any, normalize_obs: bool, values: Any = lambda q: q) -> Any:

@@ -335,139 +335,145 @@ def build_agent(name: str, config: Any, env: VecEnv, pieces: AgentPieces) -> Age
         raise TypeError(f"build_agent: pieces must be an AgentPieces, got {type(pieces).__name__}")
     config = config.with_shards()  # the agent's config records the shards the layout uses
     layout = layout_for(config)
-    state_layout, hyperparams, init = pieces.state_layout, pieces.hyperparams, pieces.init
-    iteration, steps_per_iteration = pieces.iteration, pieces.steps_per_iteration
-    unit_name, metric_names, policy = pieces.unit_name, pieces.metric_names, pieces.policy
-    with_budget, run_cpu_level = pieces.with_budget, pieces.run_cpu_level
-    to_checkpoint, from_checkpoint = pieces.to_checkpoint, pieces.from_checkpoint
-    seeds, shards = layout.num_seeds, layout.num_shards
-    metric_names = tuple(metric_names)
-    num_envs = int(config.num_envs)
-    default_params = env.default_params
-    members = config.member_configs()
-    # Each member's hyperparameters, float32 (members,), and the run seed it trains: member
-    # m is seed m % num_seeds of its grid point, with that seed's keys and environments.
-    member_hparams = jax.tree.map(
-        lambda *values: np.asarray(values, np.float32), *[hyperparams(c) for c in members]
+    seed_policy = _seed_policy(pieces.policy, pieces.state_layout, layout.num_seeds)
+    evaluate, evaluate_program = make_evaluator(
+        env, seed_policy, layout.num_seeds, layout.num_seeds * int(config.num_envs),
+        layout.replicated,
+    )  # fmt: skip
+    composed = _Composed(config, env, pieces, layout, evaluate_program)
+    return Agent(
+        name=name,
+        config=config,
+        env=env,
+        init=composed.init_members,
+        run=composed.run,
+        evaluate=evaluate,
+        policy=seed_policy,
+        metric_names=composed.metric_names,
+        steps_per_iteration=int(pieces.steps_per_iteration),
+        with_budget=composed.with_budget,
+        warmup=composed.warmup,
+        layout=layout,
+        state_layout=pieces.state_layout,
+        to_checkpoint=pieces.to_checkpoint or (lambda state: state),
+        from_checkpoint=pieces.from_checkpoint or (lambda saved: saved),
+        hyperparams=pieces.hyperparams,
+        driver=pieces.driver,
     )
-    run_seeds = int(config.num_seeds)
-    seed_index = np.arange(seeds, dtype=np.int32) % run_seeds
 
-    def with_view(state: Any) -> tuple[Any, Any]:
-        """The state with its params as the pieces take them, and that state's layout."""
-        view, tags = layout.env_params_view(state.env_params, default_params, num_envs)
-        return state.replace(env_params=view), _replace_tag(state_layout, tags)
 
-    def init_global(key: PRNGKey, env_params: Any) -> Any:
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Composed:
+    """An algorithm's pieces mapped over its seeds and shards: what :func:`build_agent` wires.
+
+    Attributes:
+        config: The configuration, with the shards the layout uses.
+        env: One shard's batch.
+        pieces: The algorithm's one-seed, one-shard pieces.
+        layout: Where its seeds and shards sit.
+        evaluate_program: ``(num_episodes, deterministic) -> program`` of the evaluator,
+            for :meth:`warmup`.
+    """
+
+    config: Any
+    env: VecEnv
+    pieces: AgentPieces
+    layout: Layout
+    evaluate_program: Callable[[int, bool], Any]
+
+    @functools.cached_property
+    def metric_names(self) -> tuple[str, ...]:
+        """The agent's own metrics."""
+        return tuple(self.pieces.metric_names)
+
+    @functools.cached_property
+    def member_hparams(self) -> Any:
+        """Each member's hyperparameters, float32 ``(members,)`` leaves."""
+        members = [self.pieces.hyperparams(c) for c in self.config.member_configs()]
+        return jax.tree.map(lambda *values: np.asarray(values, np.float32), *members)
+
+    @functools.cached_property
+    def seed_index(self) -> np.ndarray:
+        """int32 ``(members,)``: the run seed each member trains.
+
+        Member m is seed m % num_seeds of its grid point, with that seed's keys and
+        environments.
+        """
+        return np.arange(self.layout.num_seeds, dtype=np.int32) % int(self.config.num_seeds)
+
+    def env_params_view(self, env_params: Any) -> tuple[Any, Any]:
+        """The params as the pieces take them, and their layout."""
+        default = self.env.default_params
+        return self.layout.env_params_view(env_params, default, int(self.config.num_envs))
+
+    def init_global(self, key: PRNGKey, env_params: Any) -> Any:
+        """Every member's state from the run's ``key``, each shard reset with its own part."""
+        run_seeds, shards = int(self.config.num_seeds), self.layout.num_shards
         k_env, k_seeds = jax.random.split(key)
         # Threefry splits are partitionable: seed s's key does not depend on how many seeds
         # there are, so a member starts as its seed would in a run without a sweep.
-        seed_keys = jax.random.split(k_seeds, run_seeds)[seed_index]
-        parts = jnp.asarray(seed_index[:, None] * shards + np.arange(shards, dtype=np.int32))
-        view, tags = layout.env_params_view(env_params, default_params, num_envs)
-
-        def init_shard(
-            seed_key: PRNGKey, part: jax.Array, k_env: PRNGKey, params: Any, hparams: Any
-        ) -> Any:
-            k_params, chain = jax.random.split(seed_key)
-            if shards > 1:
-                chain = jax.random.fold_in(chain, part % shards)
-            env_state, ts = env.reset(k_env, params, part=part, num_parts=run_seeds * shards)
-            start = ShardStart(chain, env_state, ts.obs, params, part % shards)
-            return init(k_params, start, hparams).replace(env_params=None)
-
-        out_layout = _replace_tag(state_layout, None)
-        mapped = layout.map(init_shard, (SEED, SHARD, SHARED, tags, SEED), out_layout)
-        state = mapped(seed_keys, parts, k_env, view, jax.tree.map(jnp.asarray, member_hparams))
+        seed_keys = jax.random.split(k_seeds, run_seeds)[self.seed_index]
+        parts = self.seed_index[:, None] * shards + np.arange(shards, dtype=np.int32)
+        view, tags = self.env_params_view(env_params)
+        out_layout = _replace_tag(self.pieces.state_layout, None)
+        init_shard = functools.partial(_init_shard, self.env, self.pieces.init, run_seeds, shards)
+        mapped = self.layout.map(init_shard, (SEED, SHARD, SHARED, tags, SEED), out_layout)
+        hparams = jax.tree.map(jnp.asarray, self.member_hparams)
+        state = mapped(seed_keys, jnp.asarray(parts), k_env, view, hparams)
         return state.replace(env_params=env_params)
 
-    def run_mapped(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
-        state, tags = with_view(state)
-        names = ("episodes", "return_sum", "learned", *metric_names)
-
-        def shard_run(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
-            """One shard's loop, mapped whole rather than iteration by iteration.
-
-            A single seed and shard then lose their batch axis once, outside the loop: a
-            reshape at every iteration made XLA copy the replay buffer each time.
-            """
-            totals = {
-                k: jnp.zeros((), jnp.int32 if k == "episodes" else jnp.float32) for k in names
-            }
-
-            def body(_: jax.Array, carry: tuple) -> tuple:
-                state, totals = carry
-                state, metrics = iteration(state)
-                learned = jnp.asarray(metrics.get("learned", True)).astype(jnp.float32)
-                added = {
-                    "episodes": metrics["episodes"],
-                    "return_sum": metrics["return_sum"],
-                    "learned": learned,
-                    **{k: jnp.where(learned > 0, metrics[k], 0.0) for k in metric_names},
-                }
-                return state, jax.tree.map(jnp.add, totals, added)
-
-            return jax.lax.fori_loop(0, num_iterations, body, (state, totals))
-
-        state, totals = layout.map(shard_run, (tags, SHARED), (tags, SHARD))(state, num_iterations)
-        # Metrics are reduced over shards once per run: sums of episodes, means of the rest.
-        episodes = totals["episodes"].sum(axis=1)
-        return_sum = totals["return_sum"].sum(axis=1)
-        count = jnp.maximum(totals["learned"], 1.0)
-        means = {k: (totals[k] / count).mean(axis=1) for k in metric_names}
-        finite = _all_finite(state.params, seeds)
-        for k in metric_names:
-            finite &= jnp.isfinite(means[k])
-        metrics = {
-            "episodes": episodes,
-            "episode_return": return_sum / jnp.maximum(episodes, 1).astype(jnp.float32),
-            **means,
-            "finite": finite,
-            "env_steps": state.env_steps,
-        }
-        if layout.mesh is not None:  # readable by every process
-            metrics = jax.lax.with_sharding_constraint(metrics, layout.replicated)
-        return state.replace(env_params=None), metrics
-
-    def run_iterations(state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
+    def run_iterations(self, state: Any, num_iterations: jax.Array) -> tuple[Any, dict]:
+        """``num_iterations`` iterations of every shard, and the run's reduced metrics."""
         params = state.env_params
-        state, metrics = run_mapped(state, num_iterations)
+        view, tags = self.env_params_view(params)
+        state = state.replace(env_params=view)
+        tags = _replace_tag(self.pieces.state_layout, tags)
+        shard_run = functools.partial(_shard_run, self.pieces.iteration, self.metric_names)
+        state, totals = self.layout.map(shard_run, (tags, SHARED), (tags, SHARD))(
+            state, num_iterations
+        )
+        metrics = _reduced_metrics(totals, state, self.metric_names, self.layout.num_seeds)
+        if self.layout.mesh is not None:  # readable by every process
+            metrics = jax.lax.with_sharding_constraint(metrics, self.layout.replicated)
         return state.replace(env_params=params), metrics
 
-    run_program = (
-        jax.jit(run_iterations)
-        if run_cpu_level is None
-        else FastCompile(run_iterations, run_cpu_level)
-    )
+    @functools.cached_property
+    def run_program(self) -> Any:
+        """The compiled training loop (at the pieces' CPU level, if they set one)."""
+        level = self.pieces.run_cpu_level
+        run_iterations = self.run_iterations
+        return jax.jit(run_iterations) if level is None else FastCompile(run_iterations, level)
 
-    def run(state: Any, num_steps: int) -> tuple[Any, dict[str, jax.Array]]:
+    def run(self, state: Any, num_steps: int) -> tuple[Any, dict[str, jax.Array]]:
         """Train for exactly ``num_steps`` environment steps per seed (see :class:`Agent`)."""
-        iterations = check_budget(num_steps, steps_per_iteration, "num_steps", unit_name)
+        unit, unit_name = self.pieces.steps_per_iteration, self.pieces.unit_name
+        iterations = check_budget(num_steps, unit, "num_steps", unit_name)
         # Params edited between runs (a curriculum) may hold numpy scalars; as device arrays
         # they match the compiled signature, so nothing compiles again.
         state = state.replace(env_params=jax.tree.map(jnp.asarray, state.env_params))
-        return run_program(state, jnp.asarray(iterations, jnp.int32))
+        return self.run_program(state, jnp.asarray(iterations, jnp.int32))
 
-    seed_policy = _seed_policy(policy, state_layout, seeds)
-    evaluate, evaluate_program = make_evaluator(
-        env, seed_policy, seeds, seeds * num_envs, layout.replicated
-    )
-    fast_init = FastCompile(init_global, cpu_level=0)
+    @functools.cached_property
+    def fast_init(self) -> FastCompile:
+        """The compiled ``init`` (at CPU level 0: it runs once)."""
+        return FastCompile(self.init_global, cpu_level=0)
 
-    def params_for_init(env_params: Any) -> Any:
+    def params_for_init(self, env_params: Any) -> Any:
         """``env_params`` (the defaults for ``None``) as arrays, as ``init`` takes them.
 
         The defaults and the same values given explicitly then make one program.
         """
-        return jax.tree.map(jnp.asarray, default_params if env_params is None else env_params)
+        given = self.env.default_params if env_params is None else env_params
+        return jax.tree.map(jnp.asarray, given)
 
-    def init_members(key: PRNGKey, env_params: Any = None) -> Any:
+    def init_members(self, key: PRNGKey, env_params: Any = None) -> Any:
         """Every member's training state from the run's ``key`` (see :class:`Agent`)."""
-        return fast_init(key, params_for_init(env_params))
+        return self.fast_init(key, self.params_for_init(env_params))
 
     def warmup(
-        evaluations: Sequence[tuple[int, bool]] = (), env_params: Any = None, init: bool = True
-    ) -> None:
+        self, evaluations: Sequence[tuple[int, bool]] = (), env_params: Any = None,
+        init: bool = True,
+    ) -> None:  # fmt: skip
         """Compile ``init``, ``run`` and the given evaluations before they are first called.
 
         The programs are lowered for the state ``init`` will build (from ``jax.eval_shape``,
@@ -482,60 +488,99 @@ def build_agent(name: str, config: Any, env: VecEnv, pieces: AgentPieces) -> Age
                 defaults); ``init`` compiles for their shapes, so others compile it again.
             init: Compile ``init`` too (a run restored from a checkpoint never calls it).
         """
-        programs = [evaluate_program(e, d) for e, d in evaluations]
+        programs = [self.evaluate_program(e, d) for e, d in evaluations]
         key = jax.eval_shape(lambda: jax.random.key(0))
-        params = jax.eval_shape(params_for_init, env_params)
-        state = jax.eval_shape(init_global, key, params)
-        if layout.mesh is not None:  # as placed on the devices, or the first call compiles
+        params = jax.eval_shape(self.params_for_init, env_params)
+        state = jax.eval_shape(self.init_global, key, params)
+        if self.layout.mesh is not None:  # as placed on the devices, or the first call compiles
             state = jax.tree.map(
                 lambda leaf, sharding: jax.ShapeDtypeStruct(
                     leaf.shape, leaf.dtype, sharding=sharding
                 ),
                 state,
-                layout.shardings(state_layout, state),
+                self.layout.shardings(self.pieces.state_layout, state),
             )
         iterations = jax.ShapeDtypeStruct((), jnp.int32)
-        jobs = [lambda: run_program.lower(state, iterations).compile()]
+        jobs = [lambda: self.run_program.lower(state, iterations).compile()]
         if init:
-            jobs.append(lambda: fast_init.lower(key, params).compile())
+            jobs.append(lambda: self.fast_init.lower(key, params).compile())
         jobs += [functools.partial(lambda p: p.lower(state, key).compile(), p) for p in programs]
         with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
             for future in [pool.submit(job) for job in jobs]:
                 future.result()
 
-    def placed(hook: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
-        """``hook`` with its new state placed as the layout places a state.
+    def with_budget(self, state: Any, total_steps: int) -> Any:
+        """The pieces' ``with_budget``, its new state placed as the layout places a state.
 
         Whatever devices the agent built its new leaves on: agents never name a device.
         """
+        new = self.pieces.with_budget(state, total_steps)
+        if self.layout.mesh is None:
+            return new
+        return jax.tree.map(_placed, new, self.layout.shardings(self.pieces.state_layout, new))
 
-        def with_placement(state: Any, total_steps: int) -> Any:
-            new = hook(state, total_steps)
-            if layout.mesh is None:
-                return new
-            return jax.tree.map(_placed, new, layout.shardings(state_layout, new))
 
-        return with_placement
+def _init_shard(
+    env: VecEnv, init: Callable[..., Any], run_seeds: int, shards: int,
+    seed_key: PRNGKey, part: jax.Array, k_env: PRNGKey, params: Any, hparams: Any,
+) -> Any:  # fmt: skip
+    """One seed's shard, fresh: its environments reset as part ``part`` of the run's."""
+    k_params, chain = jax.random.split(seed_key)
+    if shards > 1:
+        chain = jax.random.fold_in(chain, part % shards)
+    env_state, ts = env.reset(k_env, params, part=part, num_parts=run_seeds * shards)
+    start = ShardStart(chain, env_state, ts.obs, params, part % shards)
+    return init(k_params, start, hparams).replace(env_params=None)
 
-    return Agent(
-        name=name,
-        config=config,
-        env=env,
-        init=init_members,
-        run=run,
-        evaluate=evaluate,
-        policy=seed_policy,
-        metric_names=metric_names,
-        steps_per_iteration=int(steps_per_iteration),
-        with_budget=placed(with_budget),
-        warmup=warmup,
-        layout=layout,
-        state_layout=state_layout,
-        to_checkpoint=to_checkpoint or (lambda state: state),
-        from_checkpoint=from_checkpoint or (lambda saved: saved),
-        hyperparams=hyperparams,
-        driver=pieces.driver,
-    )
+
+def _shard_run(
+    iteration: Callable[[Any], tuple[Any, dict]], metric_names: tuple[str, ...],
+    state: Any, num_iterations: jax.Array,
+) -> tuple[Any, dict]:  # fmt: skip
+    """One shard's loop, mapped whole rather than iteration by iteration, and its totals.
+
+    A single seed and shard then lose their batch axis once, outside the loop: a reshape at
+    every iteration made XLA copy the replay buffer each time.
+    """
+    names = ("episodes", "return_sum", "learned", *metric_names)
+    totals = {k: jnp.zeros((), jnp.int32 if k == "episodes" else jnp.float32) for k in names}
+
+    def body(_: jax.Array, carry: tuple) -> tuple:
+        state, totals = carry
+        state, metrics = iteration(state)
+        learned = jnp.asarray(metrics.get("learned", True)).astype(jnp.float32)
+        added = {
+            "episodes": metrics["episodes"],
+            "return_sum": metrics["return_sum"],
+            "learned": learned,
+            **{k: jnp.where(learned > 0, metrics[k], 0.0) for k in metric_names},
+        }
+        return state, jax.tree.map(jnp.add, totals, added)
+
+    return jax.lax.fori_loop(0, num_iterations, body, (state, totals))
+
+
+def _reduced_metrics(
+    totals: dict, state: Any, metric_names: tuple[str, ...], num_seeds: int
+) -> dict[str, jax.Array]:
+    """A run's metrics from every shard's totals ``(num_seeds, num_shards)``, once per run.
+
+    Sums of episodes, means of the rest, and whether each seed is still finite.
+    """
+    episodes = totals["episodes"].sum(axis=1)
+    return_sum = totals["return_sum"].sum(axis=1)
+    count = jnp.maximum(totals["learned"], 1.0)
+    means = {k: (totals[k] / count).mean(axis=1) for k in metric_names}
+    finite = _all_finite(state.params, num_seeds)
+    for k in metric_names:
+        finite &= jnp.isfinite(means[k])
+    return {
+        "episodes": episodes,
+        "episode_return": return_sum / jnp.maximum(episodes, 1).astype(jnp.float32),
+        **means,
+        "finite": finite,
+        "env_steps": state.env_steps,
+    }
 
 
 def _placed(leaf: Any, sharding: Any) -> Any:

@@ -274,6 +274,17 @@ class OptimizerHyperParams:
     momentum: jax.Array
     max_grad_norm: jax.Array
 
+    @classmethod
+    def of(cls, config: Any, schedule_steps: int) -> Any:
+        """This class's hyperparameters for ``config``, as Python numbers.
+
+        The optimizer's values with a schedule over ``schedule_steps`` optimizer steps
+        (:func:`optimizer_values`), and ``config``'s fields of the subclass's other names.
+        """
+        values = optimizer_values(config, schedule_steps)
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in values]
+        return cls(**values, **{name: getattr(config, name) for name in own})
+
 
 def optimizer_values(config: OptimizerConfig, schedule_steps: int) -> dict[str, Any]:
     """The :class:`OptimizerHyperParams` fields for ``config``, as Python numbers.
