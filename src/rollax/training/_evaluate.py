@@ -12,18 +12,18 @@ axis of ``num_seeds * num_envs``) are dealt to the evaluation episodes in turn: 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from rollax.envs import EnvParams, VecEnv
+from rollax.training._policy import Policy
 from rollax.types import PRNGKey
-
-if TYPE_CHECKING:
-    from rollax.training._policy import Policy
 
 __all__ = ["make_evaluator", "params_for_batch"]
 
@@ -78,68 +78,17 @@ def make_evaluator(
     from rollax._compile import FastCompile
 
     programs: dict[tuple[int, bool], Any] = {}
-    default = env.default_params
-
-    def build(episodes: int, deterministic: bool) -> Any:
-        eval_env = VecEnv(env.env, num_seeds * episodes, "disabled", "on_done", env.env_id)
-        batch = num_seeds * episodes
-
-        def per_seed(x: jax.Array) -> jax.Array:
-            return x.reshape(num_seeds, episodes, *x.shape[1:])
-
-        def run_episodes(state: Any, key: PRNGKey) -> jax.Array:
-            params = params_for_batch(
-                state.env_params, default, num_train_envs, num_seeds, episodes
-            )
-            k_reset, k_act = jax.random.split(key)
-            env_state, ts = eval_env.reset(k_reset, params)
-            # Every episode ends by its limit: the loop needs at most that many steps.
-            limit = jnp.max(jnp.asarray(params.max_episode_steps))
-
-            def running(carry: tuple) -> jax.Array:
-                t, _, _, _, done, _ = carry
-                return (t < limit) & ~jnp.all(done)
-
-            def step(carry: tuple) -> tuple:
-                t, env_state, obs, policy_carry, done, total = carry
-                first = jnp.broadcast_to(t == 0, (num_seeds, episodes))
-                action, policy_carry = policy.act(
-                    state,
-                    jax.tree.map(per_seed, obs),
-                    policy_carry,
-                    first,
-                    jax.random.fold_in(k_act, t),
-                    deterministic,
-                )
-                action = action.reshape(batch, *action.shape[2:])
-                env_state, ts = eval_env.step(
-                    env_state, action.astype(eval_env.action_space.dtype), params
-                )
-                total = total + jnp.where(done, 0.0, ts.reward)
-                return t + 1, env_state, ts.obs, policy_carry, done | ts.done, total
-
-            zeros = jnp.zeros(batch, jnp.float32)
-            carry = (
-                jnp.zeros((), jnp.int32),
-                env_state,
-                ts.obs,
-                policy.init_carry(state, episodes),
-                zeros.astype(jnp.bool_),
-                zeros,
-            )
-            total = jax.lax.while_loop(running, step, carry)[-1].reshape(num_seeds, episodes)
-            if out_sharding is not None:
-                total = jax.lax.with_sharding_constraint(total, out_sharding)
-            return total
-
-        return FastCompile(run_episodes, cpu_level=1)
 
     def program(num_episodes: int, deterministic: bool) -> Any:
         if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
             raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}.")
         cache_key = (num_episodes, bool(deterministic))
         if cache_key not in programs:
-            programs[cache_key] = build(*cache_key)
+            episodes = _Episodes(
+                env, policy, num_seeds, num_episodes, num_train_envs, bool(deterministic),
+                out_sharding,
+            )  # fmt: skip
+            programs[cache_key] = FastCompile(episodes.run_episodes, cpu_level=1)
         return programs[cache_key]
 
     def evaluate(
@@ -153,3 +102,84 @@ def make_evaluator(
         return program(num_episodes, deterministic)(state, key)
 
     return evaluate, program
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Episodes:
+    """One evaluation program: ``episodes`` whole episodes of every seed's policy.
+
+    Attributes:
+        train_env: The training batch (its environment definition, id and default params).
+        policy: Every seed's policy.
+        num_seeds: Seeds in the training state.
+        episodes: Episodes per seed.
+        num_train_envs: Training environments of all seeds.
+        deterministic: The policy's mode, or samples from it.
+        out_sharding: Where the returns go (``None``: wherever XLA puts them).
+    """
+
+    train_env: VecEnv
+    policy: Policy
+    num_seeds: int
+    episodes: int
+    num_train_envs: int
+    deterministic: bool
+    out_sharding: jax.sharding.Sharding | None
+
+    @functools.cached_property
+    def env(self) -> VecEnv:
+        """The evaluation batch: ``num_seeds * episodes`` environments without autoreset."""
+        env, batch = self.train_env, self.num_seeds * self.episodes
+        return VecEnv(env.env, batch, "disabled", "on_done", env.env_id)
+
+    def per_seed(self, x: jax.Array) -> jax.Array:
+        """``(num_seeds * episodes, ...)`` -> ``(num_seeds, episodes, ...)``."""
+        return x.reshape(self.num_seeds, self.episodes, *x.shape[1:])
+
+    def run_episodes(self, state: Any, key: PRNGKey) -> jax.Array:
+        """float32 ``(num_seeds, episodes)``: each episode's return, with the state's params."""
+        default = self.train_env.default_params
+        params = params_for_batch(
+            state.env_params, default, self.num_train_envs, self.num_seeds, self.episodes
+        )
+        k_reset, k_act = jax.random.split(key)
+        env_state, ts = self.env.reset(k_reset, params)
+        # Every episode ends by its limit: the loop needs at most that many steps.
+        limit = jnp.max(jnp.asarray(params.max_episode_steps))
+
+        def running(carry: tuple) -> jax.Array:
+            t, _, _, _, done, _ = carry
+            return (t < limit) & ~jnp.all(done)
+
+        zeros = jnp.zeros(self.num_seeds * self.episodes, jnp.float32)
+        carry = (
+            jnp.zeros((), jnp.int32),
+            env_state,
+            ts.obs,
+            self.policy.init_carry(state, self.episodes),
+            zeros.astype(jnp.bool_),
+            zeros,
+        )
+        step = functools.partial(self.step, state, params, k_act)
+        total = jax.lax.while_loop(running, step, carry)[-1]
+        total = total.reshape(self.num_seeds, self.episodes)
+        if self.out_sharding is not None:
+            total = jax.lax.with_sharding_constraint(total, self.out_sharding)
+        return total
+
+    def step(self, state: Any, params: Any, k_act: PRNGKey, carry: tuple) -> tuple:
+        """One step of every evaluation episode; an ended episode's return stays as it is."""
+        t, env_state, obs, policy_carry, done, total = carry
+        first = jnp.broadcast_to(t == 0, (self.num_seeds, self.episodes))
+        action, policy_carry = self.policy.act(
+            state,
+            jax.tree.map(self.per_seed, obs),
+            policy_carry,
+            first,
+            jax.random.fold_in(k_act, t),
+            self.deterministic,
+        )
+        action = action.reshape(self.num_seeds * self.episodes, *action.shape[2:])
+        env_state, ts = self.env.step(env_state, action.astype(self.env.action_space.dtype), params)
+        total = total + jnp.where(done, 0.0, ts.reward)
+        return t + 1, env_state, ts.obs, policy_carry, done | ts.done, total
