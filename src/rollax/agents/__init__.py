@@ -17,6 +17,7 @@ defaults for the fields it inherits.
 """
 
 from rollax.agents import dqn, losses, offpolicy, onpolicy, ppo, pqn, sac, td3
+from rollax.agents._box import BoxParts, box_learner
 from rollax.agents._offpolicy import (
     OffPolicyDriver,
     OffPolicyLearner,
@@ -40,6 +41,7 @@ from rollax.agents._onpolicy_config import OnPolicyConfig
 from rollax.training import with_defaults
 
 __all__ = [
+    "BoxParts",
     "CorrelatedExplorationConfig",
     "OffPolicyConfig",
     "OffPolicyDriver",
@@ -52,6 +54,7 @@ __all__ = [
     "OnPolicyState",
     "Rollout",
     "TwinCriticConfig",
+    "box_learner",
     "build_offpolicy_agent",
     "build_onpolicy_agent",
     "dqn",

@@ -6,10 +6,10 @@ they may explore with.
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,11 +24,12 @@ from rollax.agents._offpolicy import (
 )
 from rollax.envs import VecEnv
 from rollax.spaces import Box, is_image_key
-from rollax.training import SEED, Agent, ShardStart, stretch_schedule
+from rollax.training import SEED, Agent, GradientStep, Optimizer, ShardStart, stretch_schedule
 from rollax.types import PRNGKey
 
 __all__ = [
     "ActionBox",
+    "BoxParts",
     "RedNoise",
     "action_box",
     "box_learner",
@@ -209,22 +210,52 @@ def member_hyperparams(cls: type, member: Any) -> Any:
     return cls.of(member, member.gradient_steps_in(member.total_steps))
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class BoxParts:
+    """What an agent of box actions (SAC, TD3) keeps for its pieces, for one shard.
+
+    A subclass gives its pieces as methods, each callable on one seed's learner:
+    ``init(key, hparams)``, ``learn(learner, batch, weight, key)``, ``act(learner, obs, key,
+    deterministic)``, and for exploring in the box ``moved(learner, obs, noise)`` and
+    ``sampled(learner, obs, key)``; :func:`box_learner` wires them. ``HyperParams`` is its
+    :class:`~rollax.training.OptimizerHyperParams` subclass, which :meth:`hyperparams` fills
+    from a member's configuration unless the subclass computes some of it.
+
+    Attributes:
+        config: The configuration.
+        box: The action box.
+        actor: The actor module.
+        critic: The twin critics (:class:`~rollax.networks.DoubleQ`).
+        optimizer: The static parts of the optimizer.
+        step: The layer's gradient step.
+        obs_spec: One observation's shapes and dtypes.
+    """
+
+    HyperParams: ClassVar[type]
+    config: Any
+    box: ActionBox
+    actor: Any
+    critic: Any
+    optimizer: Optimizer
+    step: GradientStep
+    obs_spec: Any
+
+    def hyperparams(self, member: Any) -> Any:
+        """One seed's hyperparameters for a member's configuration (Python numbers)."""
+        return member_hyperparams(self.HyperParams, member)
+
+
 def box_learner(
-    config: Any, box: ActionBox, red: RedNoise | None, parts: Any, metric_names: Sequence[str]
+    config: Any, box: ActionBox, red: RedNoise | None, parts: BoxParts, metric_names: Sequence[str]
 ) -> OffPolicyLearner:
     """The :class:`~rollax.agents.OffPolicyLearner` of an agent of box actions (SAC, TD3).
 
-    ``parts`` has the agent's pieces as methods: ``init(key, hparams)``, ``learn(learner,
-    batch, weight, key)``, ``act(learner, obs, key, deterministic)``, and for
-    :func:`explore_in_box` ``moved(learner, obs, noise)`` and ``sampled(learner, obs, key)``;
-    its ``obs_spec``; and ``HyperParams``, its :class:`~rollax.training.OptimizerHyperParams`
-    subclass, whose fields a member's configuration fills (:func:`member_hyperparams`). The
-    learning-rate schedule stretches to a new budget, and the correlated noise (``red``) is
-    the exploration state.
+    Its pieces are ``parts``' methods (:class:`BoxParts`). The learning-rate schedule
+    stretches to a new budget, and the correlated noise (``red``) is the exploration state.
     """
     return OffPolicyLearner(
         obs_spec=parts.obs_spec,
-        hyperparams=functools.partial(member_hyperparams, parts.HyperParams),
+        hyperparams=parts.hyperparams,
         init=parts.init,
         explore=feedforward_explore(explore_in_box(config, box, red, parts.moved, parts.sampled)),
         learn=parts.learn,

@@ -11,7 +11,6 @@ then the target critics (Polyak averaging), in Stable-Baselines3's order.
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
 from typing import Any
 
 import jax
@@ -19,20 +18,14 @@ import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
 from rollax.agents._box import (
-    ActionBox,
+    BoxParts,
     action_box,
+    box_learner,
     critic_values,
-    explore_in_box,
-    image_shapes,
+    network_settings,
     red_noise,
-    stretch_learner_schedule,
 )
-from rollax.agents._offpolicy import (
-    OffPolicyLearner,
-    build_offpolicy_agent,
-    feedforward_act,
-    feedforward_explore,
-)
+from rollax.agents._offpolicy import build_offpolicy_agent
 from rollax.agents._replay import nstep_window
 from rollax.agents.losses import twin_critic_loss
 from rollax.agents.sac.config import SACConfig
@@ -43,7 +36,6 @@ from rollax.networks import DoubleQ, SquashedGaussianActor, TanhGaussian
 from rollax.spaces import observation_spec
 from rollax.training import (
     Agent,
-    GradientStep,
     Optimizer,
     OptimizerHyperParams,
     gradient_step_for,
@@ -53,19 +45,7 @@ from rollax.training import (
 )
 from rollax.types import PRNGKey
 
-__all__ = [
-    "SAC",
-    "SACHyperParams",
-    "SACLearner",
-    "SACParts",
-    "init_sac_learner",
-    "make_sac",
-    "sac_act",
-    "sac_hyperparams",
-    "sac_learn",
-    "sample_from_noise",
-    "sampled_action",
-]
+__all__ = ["SAC", "SACHyperParams", "SACLearner", "SACParts", "make_sac"]
 
 METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_value")
 """SAC's metrics: its three losses, the temperature, the policy's entropy estimate and the
@@ -131,164 +111,137 @@ class SAC(Agent):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class SACParts:
-    """What SAC's pieces take first: its networks, action box and optimizer, for one shard.
+class SACParts(BoxParts):
+    """SAC's pieces (:class:`~rollax.agents.BoxParts`): a squashed-Gaussian actor."""
 
-    :func:`sac_learn`, :func:`sac_act` and the rest are module-level functions of it, each
-    callable on one seed's :class:`SACLearner`.
+    HyperParams = SACHyperParams
 
-    Attributes:
-        config: The configuration.
-        box: The action box.
-        actor: The squashed-Gaussian actor.
-        critic: The twin critics.
-        optimizer: The static parts of the optimizer.
-        step: The layer's gradient step.
-        obs_spec: One observation's shapes and dtypes.
-    """
+    def hyperparams(self, member: SACConfig) -> SACHyperParams:
+        """One seed's hyperparameters for a member's configuration (Python numbers).
 
-    config: SACConfig
-    box: ActionBox
-    actor: SquashedGaussianActor
-    critic: DoubleQ
-    optimizer: Optimizer
-    step: GradientStep
-    obs_spec: Any
+        The target entropy is ``-target_entropy_scale`` per action dimension of the box.
+        """
+        return SACHyperParams(
+            **optimizer_values(member, member.gradient_steps_in(member.total_steps)),
+            gamma=member.gamma,
+            tau=member.tau,
+            target_entropy=-member.target_entropy_scale * self.box.dim,
+        )
 
     def policy(self, params: Any, obs: Any) -> TanhGaussian:
         """The actor's distribution in the box, over float32 ``(B, action_dim)`` actions."""
         mean, log_std = self.actor.apply(params, obs)
         return TanhGaussian(mean, log_std, self.box.low, self.box.high)
 
+    def init(self, key: PRNGKey, hparams: SACHyperParams) -> SACLearner:
+        """One seed's fresh learner: the target critics start as the critics.
 
-def sac_hyperparams(parts: SACParts, member: SACConfig) -> SACHyperParams:
-    """One seed's hyperparameters for a member's configuration (Python numbers).
+        The temperature starts at ``init_alpha`` (``log_alpha``: float32 ``()``), the step
+        count at 0.
+        """
+        k_actor, k_critic = jax.random.split(key)
+        obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), self.obs_spec)
+        params = {
+            "actor": self.actor.init(k_actor, obs),
+            "critic": self.critic.init(k_critic, obs, jnp.zeros((self.box.dim,), jnp.float32)),
+            "log_alpha": jnp.log(jnp.asarray(self.config.init_alpha, jnp.float32)),
+        }
+        return SACLearner(
+            params=params,
+            target_critic=params["critic"],
+            actor_opt=self.optimizer.init(params["actor"]),
+            critic_opt=self.optimizer.init(params["critic"]),
+            alpha_opt=self.optimizer.init(params["log_alpha"]),
+            hparams=hparams,
+            steps=jnp.zeros((), jnp.int32),
+        )
 
-    The target entropy is ``-target_entropy_scale`` per action dimension of ``parts.box``.
-    """
-    return SACHyperParams(
-        **optimizer_values(member, member.gradient_steps_in(member.total_steps)),
-        gamma=member.gamma,
-        tau=member.tau,
-        target_entropy=-member.target_entropy_scale * parts.box.dim,
-    )
+    def sampled(self, learner: SACLearner, obs: Any, key: PRNGKey) -> jax.Array:
+        """A sample of the policy: float32 ``(B, action_dim)`` in the box."""
+        return self.policy(learner.params["actor"], obs).sample(key)
 
+    def moved(self, learner: SACLearner, obs: Any, noise: jax.Array) -> jax.Array:
+        """The policy's sample made from standard normal ``noise``: float32 ``(B, action_dim)``.
 
-def init_sac_learner(parts: SACParts, key: PRNGKey, hparams: SACHyperParams) -> SACLearner:
-    """One seed's fresh learner: the target critics start as the critics.
+        For correlated exploration: each step's distribution is still the policy's.
+        """
+        return self.policy(learner.params["actor"], obs).from_noise(noise)[0]
 
-    The temperature starts at ``init_alpha`` (``log_alpha``: float32 ``()``), the step count
-    at 0.
-    """
-    k_actor, k_critic = jax.random.split(key)
-    obs = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), parts.obs_spec)
-    params = {
-        "actor": parts.actor.init(k_actor, obs),
-        "critic": parts.critic.init(k_critic, obs, jnp.zeros((parts.box.dim,), jnp.float32)),
-        "log_alpha": jnp.log(jnp.asarray(parts.config.init_alpha, jnp.float32)),
-    }
-    return SACLearner(
-        params=params,
-        target_critic=params["critic"],
-        actor_opt=parts.optimizer.init(params["actor"]),
-        critic_opt=parts.optimizer.init(params["critic"]),
-        alpha_opt=parts.optimizer.init(params["log_alpha"]),
-        hparams=hparams,
-        steps=jnp.zeros((), jnp.int32),
-    )
+    def act(self, learner: SACLearner, obs: Any, key: PRNGKey, deterministic: bool) -> jax.Array:
+        """The squashed mean action, or a sample: float32 ``(B, action_dim)``."""
+        dist = self.policy(learner.params["actor"], obs)
+        return dist.mode() if deterministic else dist.sample(key)
 
+    def learn(
+        self, learner: SACLearner, batch: Transition, weight: jax.Array, key: PRNGKey
+    ) -> tuple[SACLearner, dict[str, jax.Array]]:
+        """One gradient step: the temperature, the critics, the actor, then the target critics.
 
-def sampled_action(parts: SACParts, learner: SACLearner, obs: Any, key: PRNGKey) -> jax.Array:
-    """A sample of the policy: float32 ``(B, action_dim)`` in the box."""
-    return parts.policy(learner.params["actor"], obs).sample(key)
+        ``batch`` holds windows of transitions, leaves ``(B, n_step, ...)``; ``weight``
+        (importance weights, ones: SAC's replay is uniform) is unused. The metrics are float32
+        ``()``: the losses, ``alpha``, the entropy estimate and the replayed actions' mean Q-value.
+        """
+        critic, optimizer, step = self.critic, self.optimizer, self.step
+        hp, params = learner.hparams, learner.params
+        weights = optimizer.transformation(hp, learner.steps)
+        k_next, k_actor = jax.random.split(key)
+        obs, action, ret, next_obs = nstep_window(batch, hp.gamma)
 
+        # One draw of the policy's noise serves the temperature's and the actor's losses.
+        noise = jax.random.normal(k_actor, action.shape, jnp.float32)
 
-def sample_from_noise(
-    parts: SACParts, learner: SACLearner, obs: Any, noise: jax.Array
-) -> jax.Array:
-    """The policy's sample made from standard normal ``noise``: float32 ``(B, action_dim)``.
+        # The temperature, from the current policy's log-probabilities.
+        _, log_prob = self.policy(params["actor"], obs).from_noise(noise)
+        alpha_loss, alpha_grad = jax.value_and_grad(sac_alpha_loss)(
+            params["log_alpha"], log_prob, hp.target_entropy
+        )
+        log_alpha, alpha_opt = params["log_alpha"], learner.alpha_opt
+        if self.config.autotune_alpha:
+            temperature = optimizer.transformation(hp, learner.steps, decay=False)
+            log_alpha, alpha_opt = step(temperature, log_alpha, alpha_opt, alpha_grad)
+        alpha = jnp.exp(log_alpha)
 
-    For correlated exploration: each step's distribution is still the policy's.
-    """
-    return parts.policy(learner.params["actor"], obs).from_noise(noise)[0]
+        # The critics, towards the soft target.
+        next_dist = self.policy(params["actor"], next_obs)
+        next_action, next_log_prob = next_dist.sample_and_log_prob(k_next)
+        next_q = critic.apply(learner.target_critic, next_obs, next_action)
+        target = soft_target(ret.reward, ret.discount, next_q, next_log_prob, alpha)
 
+        def critic_loss(critic_params: Any) -> tuple[jax.Array, jax.Array]:
+            q = critic.apply(critic_params, obs, action)
+            return twin_critic_loss(q, target), q
 
-def sac_learn(
-    parts: SACParts, learner: SACLearner, batch: Transition, weight: jax.Array, key: PRNGKey
-) -> tuple[SACLearner, dict[str, jax.Array]]:
-    """One gradient step: the temperature, the critics, the actor, then the target critics.
+        (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
+        critic_params, critic_opt = step(weights, params["critic"], learner.critic_opt, critic_grad)
 
-    ``batch`` holds windows of transitions, leaves ``(B, n_step, ...)``; ``weight``
-    (importance weights, ones: SAC's replay is uniform) is unused. The metrics are float32
-    ``()``: the losses, ``alpha``, the entropy estimate and the replayed actions' mean Q-value.
-    """
-    critic, optimizer, step = parts.critic, parts.optimizer, parts.step
-    hp, params = learner.hparams, learner.params
-    weights = optimizer.transformation(hp, learner.steps)
-    k_next, k_actor = jax.random.split(key)
-    obs, action, ret, next_obs = nstep_window(batch, hp.gamma)
+        # The actor, against the updated critics.
+        def actor_loss(actor_params: Any) -> tuple[jax.Array, jax.Array]:
+            sampled, log_prob = self.policy(actor_params, obs).from_noise(noise)
+            q = critic.apply(critic_params, obs, sampled)
+            return sac_actor_loss(q, log_prob, alpha), log_prob
 
-    # One draw of the policy's noise serves the temperature's and the actor's losses.
-    noise = jax.random.normal(k_actor, action.shape, jnp.float32)
-
-    # The temperature, from the current policy's log-probabilities.
-    _, log_prob = parts.policy(params["actor"], obs).from_noise(noise)
-    alpha_loss, alpha_grad = jax.value_and_grad(sac_alpha_loss)(
-        params["log_alpha"], log_prob, hp.target_entropy
-    )
-    log_alpha, alpha_opt = params["log_alpha"], learner.alpha_opt
-    if parts.config.autotune_alpha:
-        temperature = optimizer.transformation(hp, learner.steps, decay=False)
-        log_alpha, alpha_opt = step(temperature, log_alpha, alpha_opt, alpha_grad)
-    alpha = jnp.exp(log_alpha)
-
-    # The critics, towards the soft target.
-    next_dist = parts.policy(params["actor"], next_obs)
-    next_action, next_log_prob = next_dist.sample_and_log_prob(k_next)
-    next_q = critic.apply(learner.target_critic, next_obs, next_action)
-    target = soft_target(ret.reward, ret.discount, next_q, next_log_prob, alpha)
-
-    def critic_loss(critic_params: Any) -> tuple[jax.Array, jax.Array]:
-        q = critic.apply(critic_params, obs, action)
-        return twin_critic_loss(q, target), q
-
-    (q_loss, q), critic_grad = jax.value_and_grad(critic_loss, has_aux=True)(params["critic"])
-    critic_params, critic_opt = step(weights, params["critic"], learner.critic_opt, critic_grad)
-
-    # The actor, against the updated critics.
-    def actor_loss(actor_params: Any) -> tuple[jax.Array, jax.Array]:
-        sampled, log_prob = parts.policy(actor_params, obs).from_noise(noise)
-        q = critic.apply(critic_params, obs, sampled)
-        return sac_actor_loss(q, log_prob, alpha), log_prob
-
-    (pi_loss, log_prob), actor_grad = jax.value_and_grad(actor_loss, has_aux=True)(params["actor"])
-    actor_params, actor_opt = step(weights, params["actor"], learner.actor_opt, actor_grad)
-    target_critic = polyak(learner.target_critic, critic_params, hp.tau)
-    learner = learner.replace(
-        params={"actor": actor_params, "critic": critic_params, "log_alpha": log_alpha},
-        target_critic=target_critic,
-        actor_opt=actor_opt,
-        critic_opt=critic_opt,
-        alpha_opt=alpha_opt,
-        steps=learner.steps + 1,
-    )
-    metrics = {
-        "critic_loss": q_loss,
-        "actor_loss": pi_loss,
-        "alpha_loss": alpha_loss,
-        "alpha": alpha,
-        "entropy": -log_prob.mean(),
-        "q_value": q.mean(),
-    }
-    return learner, metrics
-
-
-def sac_act(
-    parts: SACParts, learner: SACLearner, obs: Any, key: PRNGKey, deterministic: bool
-) -> jax.Array:
-    """The squashed mean action, or a sample: float32 ``(B, action_dim)``."""
-    dist = parts.policy(learner.params["actor"], obs)
-    return dist.mode() if deterministic else dist.sample(key)
+        (pi_loss, log_prob), actor_grad = jax.value_and_grad(actor_loss, has_aux=True)(
+            params["actor"]
+        )
+        actor_params, actor_opt = step(weights, params["actor"], learner.actor_opt, actor_grad)
+        target_critic = polyak(learner.target_critic, critic_params, hp.tau)
+        learner = learner.replace(
+            params={"actor": actor_params, "critic": critic_params, "log_alpha": log_alpha},
+            target_critic=target_critic,
+            actor_opt=actor_opt,
+            critic_opt=critic_opt,
+            alpha_opt=alpha_opt,
+            steps=learner.steps + 1,
+        )
+        metrics = {
+            "critic_loss": q_loss,
+            "actor_loss": pi_loss,
+            "alpha_loss": alpha_loss,
+            "alpha": alpha,
+            "entropy": -log_prob.mean(),
+            "q_value": q.mean(),
+        }
+        return learner, metrics
 
 
 def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
@@ -309,35 +262,13 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
     box = action_box("make_sac: SAC", env, "DQN (rollax.agents.dqn)")
     red = red_noise(config, env, box)
     obs_spec = observation_spec(env.observation_space, "make_sac: SAC")
-    shared = dict(
-        hidden_sizes=tuple(config.hidden_sizes),
-        activation=config.activation,
-        image_shapes=image_shapes(obs_spec),
-        layer_norm=config.encoder_layer_norm,
-    )
+    shared = network_settings(config, obs_spec)
     parts = SACParts(
-        config=config,
-        box=box,
-        actor=SquashedGaussianActor(action_dim=box.dim, **shared),
-        critic=DoubleQ(mlp_layer_norm=config.critic_layer_norm, **shared),
-        optimizer=Optimizer.of(config),
-        step=gradient_step_for(config),
-        obs_spec=obs_spec,
-    )
+        config, box, SquashedGaussianActor(action_dim=box.dim, **shared),
+        DoubleQ(mlp_layer_norm=config.critic_layer_norm, **shared),
+        Optimizer.of(config), gradient_step_for(config), obs_spec,
+    )  # fmt: skip
     # Policy samples (uniform before learning_starts), correlated by exploration_correlation.
-    explore = explore_in_box(
-        config, box, red, partial(sample_from_noise, parts), partial(sampled_action, parts)
-    )
-    learner = OffPolicyLearner(
-        obs_spec=obs_spec,
-        hyperparams=partial(sac_hyperparams, parts),
-        init=partial(init_sac_learner, parts),
-        explore=feedforward_explore(explore),
-        learn=partial(sac_learn, parts),
-        metric_names=METRICS,
-        act=feedforward_act(partial(sac_act, parts)),
-        with_budget=stretch_learner_schedule(config),
-        init_exploration=red.init if red else None,
-    )
+    learner = box_learner(config, box, red, parts, METRICS)
     agent = build_offpolicy_agent("sac", config, env, learner)
     return SAC(**vars(agent), q_values=critic_values(agent, parts.critic, config.normalize_obs))

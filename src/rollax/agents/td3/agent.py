@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from rollax._struct import pytree_dataclass
 from rollax.agents._box import (
-    ActionBox,
+    BoxParts,
     action_box,
     box_learner,
     critic_values,
@@ -35,7 +35,6 @@ from rollax.networks import DeterministicActor, DoubleQ
 from rollax.spaces import observation_spec
 from rollax.training import (
     Agent,
-    GradientStep,
     Optimizer,
     OptimizerHyperParams,
     gradient_step_for,
@@ -87,21 +86,14 @@ class TD3(Agent):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class TD3Parts:
-    """TD3's networks, action box and optimizer for one shard.
+class TD3Parts(BoxParts):
+    """TD3's pieces (:class:`~rollax.agents.BoxParts`), with the critics' atoms (``support``).
 
-    Its methods are TD3's pieces, each on one seed's :class:`TD3Learner` (``support``: atoms).
+    ``support`` is ``None`` for critics of one value each.
     """
 
-    config: TD3Config
-    box: ActionBox
-    actor: DeterministicActor
-    critic: DoubleQ
-    support: Support | None
-    optimizer: Optimizer
-    step: GradientStep
-    obs_spec: Any
     HyperParams = TD3HyperParams
+    support: Support | None = None
 
     def values(self, q: jax.Array) -> jax.Array:
         """The critics' expected values ``(2, B)`` of their outputs."""
@@ -197,8 +189,8 @@ def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
     parts = TD3Parts(
         config, box, DeterministicActor(action_dim=box.dim, **shared),
         DoubleQ(mlp_layer_norm=config.critic_layer_norm, atoms=atoms, **shared),
-        Support.of(config.v_min, config.v_max, atoms) if atoms > 1 else None,
         Optimizer.of(config), gradient_step_for(config), obs_spec,
+        Support.of(config.v_min, config.v_max, atoms) if atoms > 1 else None,
     )  # fmt: skip
     learner = box_learner(config, box, red, parts, ("critic_loss", "actor_loss", "q_value"))
     agent = build_offpolicy_agent("td3", config, env, learner)
