@@ -2,9 +2,9 @@
 
 The learner holds a Q-network, its target network, the optimizer's state and the
 hyperparameters of one seed; the shared off-policy driver (:mod:`rollax.agents._offpolicy`)
-acts with it into the replay buffer and calls :func:`make_dqn`'s ``learn`` for each gradient
-step. Targets come from windows of ``n_step`` transitions (:func:`rollax.ops.nstep_return`):
-sums stop at a termination, and a truncation bootstraps from its true final observation.
+acts with it into the replay buffer and calls :func:`dqn_learn` for each gradient step.
+Targets come from windows of ``n_step`` transitions (:func:`rollax.ops.nstep_return`): sums
+stop at a termination, and a truncation bootstraps from its true final observation.
 
 A recurrent Q-network (``recurrent="gru"`` or ``"lstm"``) learns as R2D2 does: each sampled
 sequence is replayed from the carry stored with its first step, with the carry reset
@@ -13,11 +13,15 @@ carry without gradient; the loss covers the remaining ``sequence_length`` steps,
 n-step (:func:`rollax.ops.nstep_targets`) or Peng's Q(λ) targets
 (:func:`rollax.ops.lambda_returns`) built inside the sequence. A step that ended an episode
 bootstraps from its final observation under the carry of the episode that ended.
+
+:func:`make_dqn` only wires DQN's pieces: module-level functions of a :class:`DQNParts` (its
+Q-network, optimizer and gradient step), each callable on one seed's :class:`DQNLearner`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any
 
 import jax
@@ -51,6 +55,7 @@ from rollax.spaces import Discrete
 from rollax.training import (
     SEED,
     Agent,
+    GradientStep,
     Optimizer,
     OptimizerHyperParams,
     gradient_step_for,
@@ -61,7 +66,27 @@ from rollax.training import (
 )
 from rollax.types import PRNGKey
 
-__all__ = ["DQN", "DQNHyperParams", "DQNLearner", "make_dqn"]
+__all__ = [
+    "DQN",
+    "DQNHyperParams",
+    "DQNLearner",
+    "DQNParts",
+    "dqn_act",
+    "dqn_explore",
+    "dqn_hyperparams",
+    "dqn_learn",
+    "dqn_loss",
+    "dqn_q_values",
+    "dqn_replay",
+    "dqn_targets",
+    "dqn_with_budget",
+    "epsilon",
+    "epsilon_greedy",
+    "init_dqn_learner",
+    "make_dqn",
+    "window_loss",
+    "window_targets",
+]
 
 METRICS = ("td_loss", "q_value")
 """DQN's metrics: the mean TD loss and the mean Q-value of the taken actions."""
@@ -90,7 +115,7 @@ class DQNHyperParams(OptimizerHyperParams):
     importance_exponent: jax.Array
 
 
-def hyperparams(config: DQNConfig) -> DQNHyperParams:
+def dqn_hyperparams(config: DQNConfig) -> DQNHyperParams:
     """One seed's :class:`DQNHyperParams` for ``config``, as Python numbers.
 
     The learning-rate schedule spans the budget's gradient steps. The training layer holds
@@ -151,9 +176,314 @@ class DQN(Agent):
 
 
 def epsilon(hp: DQNHyperParams, env_steps: jax.Array) -> jax.Array:
-    """The exploration rate after ``env_steps`` steps per seed: linear, then constant."""
+    """The exploration rate after ``env_steps`` steps per seed: linear, then constant.
+
+    Args:
+        hp: One seed's hyperparameters (float32 ``()`` leaves).
+        env_steps: int32 ``()``: the seed's environment steps so far.
+
+    Returns:
+        float32 ``()``.
+    """
     progress = env_steps.astype(jnp.float32) / jnp.maximum(hp.exploration_steps, 1.0)
     return linear_epsilon(hp.exploration_start, hp.exploration_end, progress)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DQNParts:
+    """What DQN's pieces take first: its Q-network, optimizer and gradient step, for one shard.
+
+    :func:`dqn_learn`, :func:`dqn_act` and the rest are module-level functions of it, each
+    callable on one seed's :class:`DQNLearner`.
+
+    Attributes:
+        config: The configuration, validated.
+        network: The Q-network (a :class:`~rollax.networks.Network`; recurrent when
+            ``config.recurrent`` is not ``"none"``): float32 ``(B, num_actions)`` Q-values.
+        obs_spec: One observation's shapes and dtypes, as the network sees it.
+        num_actions: The number of discrete actions.
+        optimizer: The static parts of the optimizer (with ``clip_grad_value``).
+        step: The layer's gradient step (averages over the seed's shards).
+    """
+
+    config: DQNConfig
+    network: Network
+    obs_spec: Any
+    num_actions: int
+    optimizer: Optimizer
+    step: GradientStep
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the Q-network is recurrent (learns from sequences, as R2D2 does)."""
+        return self.config.recurrent != "none"
+
+    def q_of(self, params: Any, obs: Any) -> jax.Array:
+        """A feed-forward network's Q-values: float32 ``(B, num_actions)`` of ``(B, ...)``."""
+        return self.network.apply(params, obs, (), None)[1]
+
+
+def init_dqn_learner(parts: DQNParts, key: PRNGKey, hparams: DQNHyperParams) -> DQNLearner:
+    """One seed's fresh learner: the target network starts as the online one.
+
+    Args:
+        parts: DQN's parts.
+        key: The seed's key for the network's initialization.
+        hparams: The seed's hyperparameters (float32 ``()`` leaves).
+    """
+    example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), parts.obs_spec)
+    params = parts.network.init(key, example)
+    return DQNLearner(
+        params=params,
+        target_params=params,
+        opt_state=parts.optimizer.init(params),
+        hparams=hparams,
+        steps=jnp.zeros((), jnp.int32),
+    )
+
+
+def epsilon_greedy(
+    parts: DQNParts,
+    params: Any,
+    obs: Any,
+    carry: Any,
+    first: jax.Array,
+    key: PRNGKey,
+    eps: jax.Array,
+) -> tuple[jax.Array, Any]:
+    """Greedy actions, or uniform ones with probability ``eps``, and the network's new carry.
+
+    Args:
+        parts: DQN's parts.
+        params: The Q-network's parameters.
+        obs: Observations, leaves ``(B, ...)`` (as the learner sees them).
+        carry: The network's carry (``()`` for a feed-forward network).
+        first: bool ``(B,)``: the observation opens an episode (a recurrent carry resets).
+        key: The key of the uniform choices.
+        eps: float32 ``()``: the exploration rate.
+
+    Returns:
+        int32 ``(B,)`` actions, and the carry after ``obs``.
+    """
+    carry, q = parts.network.apply(params, obs, carry, first)
+    return epsilon_greedy_action(q, key, eps), carry
+
+
+def dqn_explore(
+    parts: DQNParts,
+    learner: DQNLearner,
+    exploration: None,
+    obs: Any,
+    carry: Any,
+    first: jax.Array,
+    key: PRNGKey,
+    env_steps: jax.Array,
+) -> tuple:
+    """The off-policy driver's ``explore``: epsilon-greedy at the seed's scheduled epsilon.
+
+    Args:
+        parts: DQN's parts.
+        learner: One seed's learner.
+        exploration: ``None`` (DQN keeps no exploration state).
+        obs: One shard's observations, leaves ``(E, ...)`` (normalized if asked).
+        carry: The learner's carry (``()`` for a feed-forward learner).
+        first: bool ``(E,)``: the observation opens an episode.
+        key: The key of the uniform choices.
+        env_steps: int32 ``()``: the seed's environment steps so far (:func:`epsilon`).
+
+    Returns:
+        ``(action, exploration, carry)``: int32 ``(E,)`` actions, ``None`` and the new carry.
+    """
+    eps = epsilon(learner.hparams, env_steps)
+    action, carry = epsilon_greedy(parts, learner.params, obs, carry, first, key, eps)
+    return action, exploration, carry
+
+
+def window_targets(parts: DQNParts, learner: DQNLearner, batch: Transition) -> jax.Array:
+    """The targets of feed-forward windows: float32 ``(B,)``, their first steps'.
+
+    Args:
+        parts: DQN's parts.
+        learner: One seed's learner.
+        batch: Windows of ``n_step`` transitions, leaves ``(B, n_step, ...)``.
+    """
+    ret = nstep_return(batch.reward, batch.terminated, batch.truncated, learner.hparams.gamma)
+    rows = jnp.arange(ret.index.shape[0])
+    next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
+    bootstrap = next_state_value(
+        parts.q_of(learner.params, next_obs),
+        parts.q_of(learner.target_params, next_obs),
+        parts.config.double_q,
+    )
+    return ret.reward + ret.discount * bootstrap
+
+
+def window_loss(parts: DQNParts, learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+    """``params -> (loss, (q_taken, priority))`` on feed-forward windows: the first step's TD.
+
+    Args:
+        parts: DQN's parts.
+        learner: One seed's learner (its targets, fixed).
+        batch: Windows of ``n_step`` transitions, leaves ``(B, n_step, ...)``.
+        weight: float32 ``(B,)``: importance weights (ones without prioritized replay).
+
+    The loss is a float32 scalar; ``q_taken`` float32 ``(B,)`` the Q-values of the taken
+    actions and ``priority`` float32 ``(B,)`` the absolute TD errors.
+    """
+    target = window_targets(parts, learner, batch)
+    obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
+    config = parts.config
+
+    def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
+        q = parts.q_of(params, obs)
+        loss, td_error = q_learning_loss(q, batch.action[:, 0], target, weight, config.loss)
+        return loss, (target - td_error, jnp.abs(td_error))
+
+    return loss_fn
+
+
+def dqn_replay(parts: DQNParts, learner: DQNLearner, batch: Transition) -> SequenceReplay:
+    """A recurrent learner's replay of sequences (:func:`replay_sequences`).
+
+    Args:
+        parts: DQN's parts.
+        learner: One seed's learner.
+        batch: Sequences, leaves ``(B, burn_in + sequence_length, ...)``, with ``first`` and
+            ``carry``.
+    """
+    return replay_sequences(
+        parts.network, parts.config.burn_in, learner.params, learner.target_params, batch
+    )
+
+
+def dqn_loss(parts: DQNParts, learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+    """``params -> (loss, (q_taken, priority))`` of one seed's batch.
+
+    :func:`window_loss` for a feed-forward learner, :func:`sequence_loss` on
+    :func:`dqn_replay`'s sequences for a recurrent one. ``weight``: float32 ``(B,)``;
+    ``priority``: float32 ``(B,)``.
+    """
+    if not parts.recurrent:
+        return window_loss(parts, learner, batch, weight)
+    replay = dqn_replay(parts, learner, batch)
+    return sequence_loss(parts.network, parts.config, replay, weight, learner.hparams.gamma)
+
+
+def dqn_targets(parts: DQNParts, learner: DQNLearner, batch: Transition) -> jax.Array:
+    """The TD targets one seed's learner trains on, for a batch as replay samples it.
+
+    Args:
+        parts: DQN's parts.
+        learner: One seed's learner.
+        batch: Windows ``(B, n_step, ...)``, or a recurrent learner's sequences ``(B,
+            burn_in + sequence_length, ...)`` (observations as the learner sees them).
+
+    Returns:
+        float32 ``(B,)`` for windows, ``(B, sequence_length)`` for sequences.
+    """
+    if not parts.recurrent:
+        return window_targets(parts, learner, batch)
+    replayed = dqn_replay(parts, learner, batch)
+    steps = replayed.steps
+    online = parts.network.unroll(
+        learner.params, steps.obs, replayed.online_start, steps.first, steps.next_obs
+    )
+    gamma = learner.hparams.gamma
+    target = sequence_targets(parts.config, replayed, online.successor_outputs, gamma)
+    return target.T
+
+
+def dqn_learn(
+    parts: DQNParts, learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey
+) -> tuple:
+    """One gradient step, then the target network's (periodic, Polyak) update.
+
+    Args:
+        parts: DQN's parts.
+        learner: One seed's learner.
+        batch: As :func:`dqn_targets` takes it (leaves ``(B, replay_length, ...)``).
+        weight: float32 ``(B,)``: importance weights (ones without prioritized replay).
+        key: Unused (DQN's step draws nothing).
+
+    Returns:
+        ``(learner, metrics)``: ``metrics`` float32 scalars ``td_loss`` and ``q_value``.
+        With prioritized replay also the new priorities, float32 ``(B,)``.
+    """
+    config, hp = parts.config, learner.hparams
+    loss_fn = dqn_loss(parts, learner, batch, weight)
+    (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.params)
+    transformation = parts.optimizer.transformation(hp, learner.steps)
+    params, opt_state = parts.step(transformation, learner.params, learner.opt_state, grads)
+    steps = learner.steps + 1
+    target_params = optax.periodic_update(
+        polyak(learner.target_params, params, hp.tau),
+        learner.target_params,
+        steps,
+        config.target_update_every,
+    )
+    learner = learner.replace(
+        params=params, target_params=target_params, opt_state=opt_state, steps=steps
+    )
+    metrics = {"td_loss": loss, "q_value": q_taken.mean()}
+    if config.prioritized:
+        return learner, metrics, priority
+    return learner, metrics
+
+
+def dqn_act(
+    parts: DQNParts,
+    learner: DQNLearner,
+    obs: Any,
+    carry: Any,
+    first: jax.Array,
+    key: PRNGKey,
+    deterministic: bool,
+) -> tuple[jax.Array, Any]:
+    """Greedy actions, or epsilon-greedy ones at the final epsilon, for evaluation and video.
+
+    ``obs`` leaves ``(B, ...)`` as the learner sees them, ``first`` bool ``(B,)``; returns
+    int32 ``(B,)`` actions and the new carry (as :func:`epsilon_greedy`).
+    """
+    eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
+    return epsilon_greedy(parts, learner.params, obs, carry, first, key, eps)
+
+
+def dqn_with_budget(parts: DQNParts, state: OffPolicyState, total_steps: int) -> OffPolicyState:
+    """Stretch the exploration and learning-rate schedules to a new budget.
+
+    The layer calls it on the whole state (every member on the seed axis, hyperparameters
+    float32 ``(members,)``), not on one seed's: each member's ``exploration_steps`` comes
+    from its own ``exploration_fraction`` (``config.member_configs()``).
+    """
+    config = parts.config
+    hp = state.learner.hparams
+    fractions = [member.exploration_fraction for member in config.member_configs()]
+    steps = jnp.asarray(np.asarray(fractions) * total_steps, jnp.float32)
+    hp = stretch_schedule(hp, config.gradient_steps_in(total_steps))
+    return state.replace(learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps)))
+
+
+def dqn_q_values(parts: DQNParts, state: OffPolicyState, obs: Any) -> jax.Array:
+    """One seed's online Q-values: float32 ``(B, num_actions)`` of raw observations ``(B, ...)``.
+
+    Normalized inside when ``normalize_obs``; a recurrent network sees each observation as
+    the first of an episode (a fresh carry).
+    """
+    seen = observe_for_policy(state, obs, parts.config.normalize_obs)
+    batch = jax.tree.leaves(seen)[0].shape[0]
+    first = jnp.ones((batch,), bool)
+    network = parts.network
+    return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
+
+
+def _num_actions(env: VecEnv) -> int:
+    """The number of ``env``'s discrete actions; a ``ValueError`` for other actions."""
+    if not isinstance(env.action_space, Discrete):
+        raise ValueError(
+            f"make_dqn: DQN chooses among discrete actions; {env.env_id} has "
+            f"{env.action_space!r}. Use SAC (rollax.agents.sac) for continuous actions."
+        )
+    return int(env.action_space.n)
 
 
 def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
@@ -172,167 +502,34 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     """
     config = config.validated()  # with num_shards for the devices, if left to them
     env = shard_env("make_dqn", config, env, **make_options)
-    if not isinstance(env.action_space, Discrete):
-        raise ValueError(
-            f"make_dqn: DQN chooses among discrete actions; {env.env_id} has "
-            f"{env.action_space!r}. Use SAC (rollax.agents.sac) for continuous actions."
-        )
-    num_actions = int(env.action_space.n)
+    num_actions = _num_actions(env)
     network, obs_spec = q_network(
         config, env.observation_space, num_actions, dueling=config.dueling
     )
-    step = gradient_step_for(config)
-    optimizer = Optimizer.of(config, clip_value=config.clip_grad_value)
-
-    def init_learner(key: PRNGKey, hparams: DQNHyperParams) -> DQNLearner:
-        example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), obs_spec)
-        params = network.init(key, example)
-        return DQNLearner(
-            params=params,
-            target_params=params,
-            opt_state=optimizer.init(params),
-            hparams=hparams,
-            steps=jnp.zeros((), jnp.int32),
-        )
-
-    def epsilon_greedy(
-        params: Any, obs: Any, carry: Any, first: jax.Array, key: PRNGKey, eps: jax.Array
-    ) -> tuple[jax.Array, Any]:
-        """int32 ``(B,)`` actions, greedy or uniform with probability ``eps``; the carry."""
-        carry, q = network.apply(params, obs, carry, first)
-        return epsilon_greedy_action(q, key, eps), carry
-
-    def explore(
-        learner: DQNLearner,
-        exploration: None,
-        obs: Any,
-        carry: Any,
-        first: jax.Array,
-        key: PRNGKey,
-        env_steps: jax.Array,
-    ) -> tuple:
-        eps = epsilon(learner.hparams, env_steps)
-        action, carry = epsilon_greedy(learner.params, obs, carry, first, key, eps)
-        return action, exploration, carry
-
-    recurrent = config.recurrent != "none"
-
-    def window_targets(learner: DQNLearner, batch: Transition) -> jax.Array:
-        """float32 ``(B,)`` targets of windows ``(B, n_step, ...)``: their first steps'."""
-        ret = nstep_return(batch.reward, batch.terminated, batch.truncated, learner.hparams.gamma)
-        rows = jnp.arange(ret.index.shape[0])
-        next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
-        bootstrap = next_state_value(
-            q_of(learner.params, next_obs), q_of(learner.target_params, next_obs), config.double_q
-        )
-        return ret.reward + ret.discount * bootstrap
-
-    def q_of(params: Any, obs: Any) -> jax.Array:
-        return network.apply(params, obs, (), None)[1]
-
-    def window_loss(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
-        """The loss of windows ``(B, n_step, ...)``: the first step's TD error."""
-        target = window_targets(learner, batch)
-        obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
-
-        def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
-            q = q_of(params, obs)
-            loss, td_error = q_learning_loss(q, batch.action[:, 0], target, weight, config.loss)
-            return loss, (target - td_error, jnp.abs(td_error))
-
-        return loss_fn
-
-    def replay(learner: DQNLearner, batch: Transition) -> SequenceReplay:
-        return replay_sequences(
-            network, config.burn_in, learner.params, learner.target_params, batch
-        )
-
-    def loss_of(learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
-        if not recurrent:
-            return window_loss(learner, batch, weight)
-        return sequence_loss(network, config, replay(learner, batch), weight, learner.hparams.gamma)
-
-    def targets(learner: DQNLearner, batch: Transition) -> jax.Array:
-        if not recurrent:
-            return window_targets(learner, batch)
-        replayed = replay(learner, batch)
-        steps = replayed.steps
-        online = network.unroll(
-            learner.params, steps.obs, replayed.online_start, steps.first, steps.next_obs
-        )
-        target = sequence_targets(config, replayed, online.successor_outputs, learner.hparams.gamma)
-        return target.T
-
-    def learn(learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey) -> tuple:
-        """One gradient step: ``(learner, metrics)``.
-
-        With prioritized replay, also the windows' new priorities, float32 ``(B,)``.
-        """
-        hp = learner.hparams
-        loss_fn = loss_of(learner, batch, weight)
-        (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-            learner.params
-        )
-        transformation = optimizer.transformation(hp, learner.steps)
-        params, opt_state = step(transformation, learner.params, learner.opt_state, grads)
-        steps = learner.steps + 1
-        target_params = optax.periodic_update(
-            polyak(learner.target_params, params, hp.tau),
-            learner.target_params,
-            steps,
-            config.target_update_every,
-        )
-        learner = learner.replace(
-            params=params, target_params=target_params, opt_state=opt_state, steps=steps
-        )
-        metrics = {"td_loss": loss, "q_value": q_taken.mean()}
-        if config.prioritized:
-            return learner, metrics, priority
-        return learner, metrics
-
-    def act(
-        learner: DQNLearner,
-        obs: Any,
-        carry: Any,
-        first: jax.Array,
-        key: PRNGKey,
-        deterministic: bool,
-    ) -> tuple[jax.Array, Any]:
-        """Greedy actions, or epsilon-greedy ones at the final epsilon: int32 ``(B,)``."""
-        eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
-        return epsilon_greedy(learner.params, obs, carry, first, key, eps)
-
-    def with_budget(state: OffPolicyState, total_steps: int) -> OffPolicyState:
-        """Stretch the exploration and learning-rate schedules to a new budget."""
-        hp = state.learner.hparams
-        fractions = [member.exploration_fraction for member in config.member_configs()]
-        steps = jnp.asarray(np.asarray(fractions) * total_steps, jnp.float32)
-        hp = stretch_schedule(hp, config.gradient_steps_in(total_steps))
-        return state.replace(
-            learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps))
-        )
-
-    def q_values(state: OffPolicyState, obs: Any) -> jax.Array:
-        """One seed's Q-values of observations ``(B, ...)`` (as the learner sees them)."""
-        seen = observe_for_policy(state, obs, config.normalize_obs)
-        batch = jax.tree.leaves(seen)[0].shape[0]
-        first = jnp.ones((batch,), bool)
-        return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
-
+    parts = DQNParts(
+        config=config,
+        network=network,
+        obs_spec=obs_spec,
+        num_actions=num_actions,
+        optimizer=Optimizer.of(config, clip_value=config.clip_grad_value),
+        step=gradient_step_for(config),
+    )
     learner = OffPolicyLearner(
         obs_spec=obs_spec,
-        hyperparams=hyperparams,
-        init=init_learner,
-        explore=explore,
-        learn=learn,
+        hyperparams=dqn_hyperparams,
+        init=partial(init_dqn_learner, parts),
+        explore=partial(dqn_explore, parts),
+        learn=partial(dqn_learn, parts),
         metric_names=METRICS,
-        act=act,
-        with_budget=with_budget,
-        importance_exponent=(lambda learner: learner.hparams.importance_exponent)
+        act=partial(dqn_act, parts),
+        with_budget=partial(dqn_with_budget, parts),
+        importance_exponent=(lambda lr: lr.hparams.importance_exponent)
         if config.prioritized
         else None,
         initial_carry=network.initial_carry,
     )
     agent = build_offpolicy_agent("dqn", config, env, learner)
-    every_seed = jax.jit(agent.per_seed(q_values, (LAYOUT, SEED)))
-    return DQN(**vars(agent), q_values=every_seed, network=network, targets=targets)
+    every_seed = jax.jit(agent.per_seed(partial(dqn_q_values, parts), (LAYOUT, SEED)))
+    return DQN(
+        **vars(agent), q_values=every_seed, network=network, targets=partial(dqn_targets, parts)
+    )
