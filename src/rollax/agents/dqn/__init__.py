@@ -4,8 +4,8 @@ Feed-forward DQN learns from windows of ``n_step`` transitions; recurrent DQN
 (``DQNConfig.recurrent``) from sequences, as R2D2 does (:func:`replay_sequences`,
 :func:`sequence_loss`).
 
-``make_dqn`` wires DQN's pieces, module-level functions of a :class:`DQNParts` (its
-Q-network, optimizer and gradient step), each callable on one seed's :class:`DQNLearner`.
+``make_dqn`` wires DQN's pieces, the methods of a :class:`DQNParts` (its Q-network,
+optimizer and gradient step), each callable on one seed's :class:`DQNLearner`.
 """
 
 from rollax.agents.dqn.agent import (
@@ -13,21 +13,9 @@ from rollax.agents.dqn.agent import (
     DQNHyperParams,
     DQNLearner,
     DQNParts,
-    dqn_act,
-    dqn_explore,
     dqn_hyperparams,
-    dqn_learn,
-    dqn_loss,
-    dqn_q_values,
-    dqn_replay,
-    dqn_targets,
-    dqn_with_budget,
     epsilon,
-    epsilon_greedy,
-    init_dqn_learner,
     make_dqn,
-    window_loss,
-    window_targets,
 )
 from rollax.agents.dqn.config import PRESETS, DQNConfig
 from rollax.agents.dqn.losses import sequence_priority
@@ -46,23 +34,11 @@ __all__ = [
     "DQNLearner",
     "DQNParts",
     "SequenceReplay",
-    "dqn_act",
-    "dqn_explore",
     "dqn_hyperparams",
-    "dqn_learn",
-    "dqn_loss",
-    "dqn_q_values",
-    "dqn_replay",
-    "dqn_targets",
-    "dqn_with_budget",
     "epsilon",
-    "epsilon_greedy",
-    "init_dqn_learner",
     "make_dqn",
     "replay_sequences",
     "sequence_loss",
     "sequence_priority",
     "sequence_targets",
-    "window_loss",
-    "window_targets",
 ]

@@ -2,7 +2,7 @@
 
 The learner holds a Q-network, its target network, the optimizer's state and the
 hyperparameters of one seed; the shared off-policy driver (:mod:`rollax.agents._offpolicy`)
-acts with it into the replay buffer and calls :func:`dqn_learn` for each gradient step.
+acts with it into the replay buffer and calls :meth:`DQNParts.learn` for each gradient step.
 Targets come from windows of ``n_step`` transitions (:func:`rollax.ops.nstep_return`): sums
 stop at a termination, and a truncation bootstraps from its true final observation.
 
@@ -14,14 +14,13 @@ n-step (:func:`rollax.ops.nstep_targets`) or Peng's Q(λ) targets
 (:func:`rollax.ops.lambda_returns`) built inside the sequence. A step that ended an episode
 bootstraps from its final observation under the carry of the episode that ended.
 
-:func:`make_dqn` only wires DQN's pieces: module-level functions of a :class:`DQNParts` (its
-Q-network, optimizer and gradient step), each callable on one seed's :class:`DQNLearner`.
+:func:`make_dqn` only wires DQN's pieces: the methods of a :class:`DQNParts` (its Q-network,
+optimizer and gradient step), each callable on one seed's :class:`DQNLearner`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
 from typing import Any
 
 import jax
@@ -71,21 +70,9 @@ __all__ = [
     "DQNHyperParams",
     "DQNLearner",
     "DQNParts",
-    "dqn_act",
-    "dqn_explore",
     "dqn_hyperparams",
-    "dqn_learn",
-    "dqn_loss",
-    "dqn_q_values",
-    "dqn_replay",
-    "dqn_targets",
-    "dqn_with_budget",
     "epsilon",
-    "epsilon_greedy",
-    "init_dqn_learner",
     "make_dqn",
-    "window_loss",
-    "window_targets",
 ]
 
 METRICS = ("td_loss", "q_value")
@@ -193,8 +180,8 @@ def epsilon(hp: DQNHyperParams, env_steps: jax.Array) -> jax.Array:
 class DQNParts:
     """What DQN's pieces take first: its Q-network, optimizer and gradient step, for one shard.
 
-    :func:`dqn_learn`, :func:`dqn_act` and the rest are module-level functions of it, each
-    callable on one seed's :class:`DQNLearner`.
+    Its methods are DQN's pieces (:meth:`learn`, :meth:`act` and the rest), each callable on
+    one seed's :class:`DQNLearner`.
 
     Attributes:
         config: The configuration, validated.
@@ -222,258 +209,242 @@ class DQNParts:
         """A feed-forward network's Q-values: float32 ``(B, num_actions)`` of ``(B, ...)``."""
         return self.network.apply(params, obs, (), None)[1]
 
+    def init(self, key: PRNGKey, hparams: DQNHyperParams) -> DQNLearner:
+        """One seed's fresh learner: the target network starts as the online one.
 
-def init_dqn_learner(parts: DQNParts, key: PRNGKey, hparams: DQNHyperParams) -> DQNLearner:
-    """One seed's fresh learner: the target network starts as the online one.
+        Args:
+            key: The seed's key for the network's initialization.
+            hparams: The seed's hyperparameters (float32 ``()`` leaves).
+        """
+        example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), self.obs_spec)
+        params = self.network.init(key, example)
+        return DQNLearner(
+            params=params,
+            target_params=params,
+            opt_state=self.optimizer.init(params),
+            hparams=hparams,
+            steps=jnp.zeros((), jnp.int32),
+        )
 
-    Args:
-        parts: DQN's parts.
-        key: The seed's key for the network's initialization.
-        hparams: The seed's hyperparameters (float32 ``()`` leaves).
-    """
-    example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), parts.obs_spec)
-    params = parts.network.init(key, example)
-    return DQNLearner(
-        params=params,
-        target_params=params,
-        opt_state=parts.optimizer.init(params),
-        hparams=hparams,
-        steps=jnp.zeros((), jnp.int32),
-    )
+    def epsilon_greedy(
+        self,
+        params: Any,
+        obs: Any,
+        carry: Any,
+        first: jax.Array,
+        key: PRNGKey,
+        eps: jax.Array,
+    ) -> tuple[jax.Array, Any]:
+        """Greedy actions, or uniform ones with probability ``eps``, and the network's new carry.
 
+        Args:
+            params: The Q-network's parameters.
+            obs: Observations, leaves ``(B, ...)`` (as the learner sees them).
+            carry: The network's carry (``()`` for a feed-forward network).
+            first: bool ``(B,)``: the observation opens an episode (a recurrent carry resets).
+            key: The key of the uniform choices.
+            eps: float32 ``()``: the exploration rate.
 
-def epsilon_greedy(
-    parts: DQNParts,
-    params: Any,
-    obs: Any,
-    carry: Any,
-    first: jax.Array,
-    key: PRNGKey,
-    eps: jax.Array,
-) -> tuple[jax.Array, Any]:
-    """Greedy actions, or uniform ones with probability ``eps``, and the network's new carry.
+        Returns:
+            int32 ``(B,)`` actions, and the carry after ``obs``.
+        """
+        carry, q = self.network.apply(params, obs, carry, first)
+        return epsilon_greedy_action(q, key, eps), carry
 
-    Args:
-        parts: DQN's parts.
-        params: The Q-network's parameters.
-        obs: Observations, leaves ``(B, ...)`` (as the learner sees them).
-        carry: The network's carry (``()`` for a feed-forward network).
-        first: bool ``(B,)``: the observation opens an episode (a recurrent carry resets).
-        key: The key of the uniform choices.
-        eps: float32 ``()``: the exploration rate.
+    def explore(
+        self,
+        learner: DQNLearner,
+        exploration: None,
+        obs: Any,
+        carry: Any,
+        first: jax.Array,
+        key: PRNGKey,
+        env_steps: jax.Array,
+    ) -> tuple:
+        """The off-policy driver's ``explore``: epsilon-greedy at the seed's scheduled epsilon.
 
-    Returns:
-        int32 ``(B,)`` actions, and the carry after ``obs``.
-    """
-    carry, q = parts.network.apply(params, obs, carry, first)
-    return epsilon_greedy_action(q, key, eps), carry
+        Args:
+            learner: One seed's learner.
+            exploration: ``None`` (DQN keeps no exploration state).
+            obs: One shard's observations, leaves ``(E, ...)`` (normalized if asked).
+            carry: The learner's carry (``()`` for a feed-forward learner).
+            first: bool ``(E,)``: the observation opens an episode.
+            key: The key of the uniform choices.
+            env_steps: int32 ``()``: the seed's environment steps so far (:func:`epsilon`).
 
+        Returns:
+            ``(action, exploration, carry)``: int32 ``(E,)`` actions, ``None`` and the new carry.
+        """
+        eps = epsilon(learner.hparams, env_steps)
+        action, carry = self.epsilon_greedy(learner.params, obs, carry, first, key, eps)
+        return action, exploration, carry
 
-def dqn_explore(
-    parts: DQNParts,
-    learner: DQNLearner,
-    exploration: None,
-    obs: Any,
-    carry: Any,
-    first: jax.Array,
-    key: PRNGKey,
-    env_steps: jax.Array,
-) -> tuple:
-    """The off-policy driver's ``explore``: epsilon-greedy at the seed's scheduled epsilon.
+    def window_targets(self, learner: DQNLearner, batch: Transition) -> jax.Array:
+        """The targets of feed-forward windows: float32 ``(B,)``, their first steps'.
 
-    Args:
-        parts: DQN's parts.
-        learner: One seed's learner.
-        exploration: ``None`` (DQN keeps no exploration state).
-        obs: One shard's observations, leaves ``(E, ...)`` (normalized if asked).
-        carry: The learner's carry (``()`` for a feed-forward learner).
-        first: bool ``(E,)``: the observation opens an episode.
-        key: The key of the uniform choices.
-        env_steps: int32 ``()``: the seed's environment steps so far (:func:`epsilon`).
+        Args:
+            learner: One seed's learner.
+            batch: Windows of ``n_step`` transitions, leaves ``(B, n_step, ...)``.
+        """
+        ret = nstep_return(batch.reward, batch.terminated, batch.truncated, learner.hparams.gamma)
+        rows = jnp.arange(ret.index.shape[0])
+        next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
+        bootstrap = next_state_value(
+            self.q_of(learner.params, next_obs),
+            self.q_of(learner.target_params, next_obs),
+            self.config.double_q,
+        )
+        return ret.reward + ret.discount * bootstrap
 
-    Returns:
-        ``(action, exploration, carry)``: int32 ``(E,)`` actions, ``None`` and the new carry.
-    """
-    eps = epsilon(learner.hparams, env_steps)
-    action, carry = epsilon_greedy(parts, learner.params, obs, carry, first, key, eps)
-    return action, exploration, carry
+    def window_loss(self, learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+        """``params -> (loss, (q_taken, priority))`` on feed-forward windows: the first step's TD.
 
+        Args:
+            learner: One seed's learner (its targets, fixed).
+            batch: Windows of ``n_step`` transitions, leaves ``(B, n_step, ...)``.
+            weight: float32 ``(B,)``: importance weights (ones without prioritized replay).
 
-def window_targets(parts: DQNParts, learner: DQNLearner, batch: Transition) -> jax.Array:
-    """The targets of feed-forward windows: float32 ``(B,)``, their first steps'.
+        The loss is a float32 scalar; ``q_taken`` float32 ``(B,)`` the Q-values of the taken
+        actions and ``priority`` float32 ``(B,)`` the absolute TD errors.
+        """
+        target = self.window_targets(learner, batch)
+        obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
+        config = self.config
 
-    Args:
-        parts: DQN's parts.
-        learner: One seed's learner.
-        batch: Windows of ``n_step`` transitions, leaves ``(B, n_step, ...)``.
-    """
-    ret = nstep_return(batch.reward, batch.terminated, batch.truncated, learner.hparams.gamma)
-    rows = jnp.arange(ret.index.shape[0])
-    next_obs = jax.tree.map(lambda x: x[rows, ret.index], batch.next_obs)
-    bootstrap = next_state_value(
-        parts.q_of(learner.params, next_obs),
-        parts.q_of(learner.target_params, next_obs),
-        parts.config.double_q,
-    )
-    return ret.reward + ret.discount * bootstrap
+        def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
+            q = self.q_of(params, obs)
+            loss, td_error = q_learning_loss(q, batch.action[:, 0], target, weight, config.loss)
+            return loss, (target - td_error, jnp.abs(td_error))
 
+        return loss_fn
 
-def window_loss(parts: DQNParts, learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
-    """``params -> (loss, (q_taken, priority))`` on feed-forward windows: the first step's TD.
+    def replay(self, learner: DQNLearner, batch: Transition) -> SequenceReplay:
+        """A recurrent learner's replay of sequences (:func:`replay_sequences`).
 
-    Args:
-        parts: DQN's parts.
-        learner: One seed's learner (its targets, fixed).
-        batch: Windows of ``n_step`` transitions, leaves ``(B, n_step, ...)``.
-        weight: float32 ``(B,)``: importance weights (ones without prioritized replay).
+        Args:
+            learner: One seed's learner.
+            batch: Sequences, leaves ``(B, burn_in + sequence_length, ...)``, with ``first`` and
+                ``carry``.
+        """
+        return replay_sequences(
+            self.network, self.config.burn_in, learner.params, learner.target_params, batch
+        )
 
-    The loss is a float32 scalar; ``q_taken`` float32 ``(B,)`` the Q-values of the taken
-    actions and ``priority`` float32 ``(B,)`` the absolute TD errors.
-    """
-    target = window_targets(parts, learner, batch)
-    obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
-    config = parts.config
+    def loss(self, learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
+        """``params -> (loss, (q_taken, priority))`` of one seed's batch.
 
-    def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
-        q = parts.q_of(params, obs)
-        loss, td_error = q_learning_loss(q, batch.action[:, 0], target, weight, config.loss)
-        return loss, (target - td_error, jnp.abs(td_error))
+        :meth:`window_loss` for a feed-forward learner, :func:`sequence_loss` on
+        :meth:`replay`'s sequences for a recurrent one. ``weight``: float32 ``(B,)``;
+        ``priority``: float32 ``(B,)``.
+        """
+        if not self.recurrent:
+            return self.window_loss(learner, batch, weight)
+        replay = self.replay(learner, batch)
+        return sequence_loss(self.network, self.config, replay, weight, learner.hparams.gamma)
 
-    return loss_fn
+    def targets(self, learner: DQNLearner, batch: Transition) -> jax.Array:
+        """The TD targets one seed's learner trains on, for a batch as replay samples it.
 
+        Args:
+            learner: One seed's learner.
+            batch: Windows ``(B, n_step, ...)``, or a recurrent learner's sequences ``(B,
+                burn_in + sequence_length, ...)`` (observations as the learner sees them).
 
-def dqn_replay(parts: DQNParts, learner: DQNLearner, batch: Transition) -> SequenceReplay:
-    """A recurrent learner's replay of sequences (:func:`replay_sequences`).
+        Returns:
+            float32 ``(B,)`` for windows, ``(B, sequence_length)`` for sequences.
+        """
+        if not self.recurrent:
+            return self.window_targets(learner, batch)
+        replayed = self.replay(learner, batch)
+        steps = replayed.steps
+        online = self.network.unroll(
+            learner.params, steps.obs, replayed.online_start, steps.first, steps.next_obs
+        )
+        gamma = learner.hparams.gamma
+        target = sequence_targets(self.config, replayed, online.successor_outputs, gamma)
+        return target.T
 
-    Args:
-        parts: DQN's parts.
-        learner: One seed's learner.
-        batch: Sequences, leaves ``(B, burn_in + sequence_length, ...)``, with ``first`` and
-            ``carry``.
-    """
-    return replay_sequences(
-        parts.network, parts.config.burn_in, learner.params, learner.target_params, batch
-    )
+    def learn(
+        self, learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey
+    ) -> tuple:
+        """One gradient step, then the target network's (periodic, Polyak) update.
 
+        Args:
+            learner: One seed's learner.
+            batch: As :meth:`targets` takes it (leaves ``(B, replay_length, ...)``).
+            weight: float32 ``(B,)``: importance weights (ones without prioritized replay).
+            key: Unused (DQN's step draws nothing).
 
-def dqn_loss(parts: DQNParts, learner: DQNLearner, batch: Transition, weight: jax.Array) -> Any:
-    """``params -> (loss, (q_taken, priority))`` of one seed's batch.
+        Returns:
+            ``(learner, metrics)``: ``metrics`` float32 scalars ``td_loss`` and ``q_value``.
+            With prioritized replay also the new priorities, float32 ``(B,)``.
+        """
+        config, hp = self.config, learner.hparams
+        loss_fn = self.loss(learner, batch, weight)
+        (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            learner.params
+        )
+        transformation = self.optimizer.transformation(hp, learner.steps)
+        params, opt_state = self.step(transformation, learner.params, learner.opt_state, grads)
+        steps = learner.steps + 1
+        target_params = optax.periodic_update(
+            polyak(learner.target_params, params, hp.tau),
+            learner.target_params,
+            steps,
+            config.target_update_every,
+        )
+        learner = learner.replace(
+            params=params, target_params=target_params, opt_state=opt_state, steps=steps
+        )
+        metrics = {"td_loss": loss, "q_value": q_taken.mean()}
+        if config.prioritized:
+            return learner, metrics, priority
+        return learner, metrics
 
-    :func:`window_loss` for a feed-forward learner, :func:`sequence_loss` on
-    :func:`dqn_replay`'s sequences for a recurrent one. ``weight``: float32 ``(B,)``;
-    ``priority``: float32 ``(B,)``.
-    """
-    if not parts.recurrent:
-        return window_loss(parts, learner, batch, weight)
-    replay = dqn_replay(parts, learner, batch)
-    return sequence_loss(parts.network, parts.config, replay, weight, learner.hparams.gamma)
+    def act(
+        self,
+        learner: DQNLearner,
+        obs: Any,
+        carry: Any,
+        first: jax.Array,
+        key: PRNGKey,
+        deterministic: bool,
+    ) -> tuple[jax.Array, Any]:
+        """Greedy actions, or epsilon-greedy ones at the final epsilon, for evaluation and video.
 
+        ``obs`` leaves ``(B, ...)`` as the learner sees them, ``first`` bool ``(B,)``; returns
+        int32 ``(B,)`` actions and the new carry (as :meth:`epsilon_greedy`).
+        """
+        eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
+        return self.epsilon_greedy(learner.params, obs, carry, first, key, eps)
 
-def dqn_targets(parts: DQNParts, learner: DQNLearner, batch: Transition) -> jax.Array:
-    """The TD targets one seed's learner trains on, for a batch as replay samples it.
+    def with_budget(self, state: OffPolicyState, total_steps: int) -> OffPolicyState:
+        """Stretch the exploration and learning-rate schedules to a new budget.
 
-    Args:
-        parts: DQN's parts.
-        learner: One seed's learner.
-        batch: Windows ``(B, n_step, ...)``, or a recurrent learner's sequences ``(B,
-            burn_in + sequence_length, ...)`` (observations as the learner sees them).
+        The layer calls it on the whole state (every member on the seed axis, hyperparameters
+        float32 ``(members,)``), not on one seed's: each member's ``exploration_steps`` comes
+        from its own ``exploration_fraction`` (``config.member_configs()``).
+        """
+        config = self.config
+        hp = state.learner.hparams
+        fractions = [member.exploration_fraction for member in config.member_configs()]
+        steps = jnp.asarray(np.asarray(fractions) * total_steps, jnp.float32)
+        hp = stretch_schedule(hp, config.gradient_steps_in(total_steps))
+        return state.replace(
+            learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps))
+        )
 
-    Returns:
-        float32 ``(B,)`` for windows, ``(B, sequence_length)`` for sequences.
-    """
-    if not parts.recurrent:
-        return window_targets(parts, learner, batch)
-    replayed = dqn_replay(parts, learner, batch)
-    steps = replayed.steps
-    online = parts.network.unroll(
-        learner.params, steps.obs, replayed.online_start, steps.first, steps.next_obs
-    )
-    gamma = learner.hparams.gamma
-    target = sequence_targets(parts.config, replayed, online.successor_outputs, gamma)
-    return target.T
+    def q_values(self, state: OffPolicyState, obs: Any) -> jax.Array:
+        """One seed's online Q-values, float32 ``(B, num_actions)``, of raw observations.
 
-
-def dqn_learn(
-    parts: DQNParts, learner: DQNLearner, batch: Transition, weight: jax.Array, key: PRNGKey
-) -> tuple:
-    """One gradient step, then the target network's (periodic, Polyak) update.
-
-    Args:
-        parts: DQN's parts.
-        learner: One seed's learner.
-        batch: As :func:`dqn_targets` takes it (leaves ``(B, replay_length, ...)``).
-        weight: float32 ``(B,)``: importance weights (ones without prioritized replay).
-        key: Unused (DQN's step draws nothing).
-
-    Returns:
-        ``(learner, metrics)``: ``metrics`` float32 scalars ``td_loss`` and ``q_value``.
-        With prioritized replay also the new priorities, float32 ``(B,)``.
-    """
-    config, hp = parts.config, learner.hparams
-    loss_fn = dqn_loss(parts, learner, batch, weight)
-    (loss, (q_taken, priority)), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.params)
-    transformation = parts.optimizer.transformation(hp, learner.steps)
-    params, opt_state = parts.step(transformation, learner.params, learner.opt_state, grads)
-    steps = learner.steps + 1
-    target_params = optax.periodic_update(
-        polyak(learner.target_params, params, hp.tau),
-        learner.target_params,
-        steps,
-        config.target_update_every,
-    )
-    learner = learner.replace(
-        params=params, target_params=target_params, opt_state=opt_state, steps=steps
-    )
-    metrics = {"td_loss": loss, "q_value": q_taken.mean()}
-    if config.prioritized:
-        return learner, metrics, priority
-    return learner, metrics
-
-
-def dqn_act(
-    parts: DQNParts,
-    learner: DQNLearner,
-    obs: Any,
-    carry: Any,
-    first: jax.Array,
-    key: PRNGKey,
-    deterministic: bool,
-) -> tuple[jax.Array, Any]:
-    """Greedy actions, or epsilon-greedy ones at the final epsilon, for evaluation and video.
-
-    ``obs`` leaves ``(B, ...)`` as the learner sees them, ``first`` bool ``(B,)``; returns
-    int32 ``(B,)`` actions and the new carry (as :func:`epsilon_greedy`).
-    """
-    eps = jnp.where(deterministic, 0.0, learner.hparams.exploration_end)
-    return epsilon_greedy(parts, learner.params, obs, carry, first, key, eps)
-
-
-def dqn_with_budget(parts: DQNParts, state: OffPolicyState, total_steps: int) -> OffPolicyState:
-    """Stretch the exploration and learning-rate schedules to a new budget.
-
-    The layer calls it on the whole state (every member on the seed axis, hyperparameters
-    float32 ``(members,)``), not on one seed's: each member's ``exploration_steps`` comes
-    from its own ``exploration_fraction`` (``config.member_configs()``).
-    """
-    config = parts.config
-    hp = state.learner.hparams
-    fractions = [member.exploration_fraction for member in config.member_configs()]
-    steps = jnp.asarray(np.asarray(fractions) * total_steps, jnp.float32)
-    hp = stretch_schedule(hp, config.gradient_steps_in(total_steps))
-    return state.replace(learner=state.learner.replace(hparams=hp.replace(exploration_steps=steps)))
-
-
-def dqn_q_values(parts: DQNParts, state: OffPolicyState, obs: Any) -> jax.Array:
-    """One seed's online Q-values: float32 ``(B, num_actions)`` of raw observations ``(B, ...)``.
-
-    Normalized inside when ``normalize_obs``; a recurrent network sees each observation as
-    the first of an episode (a fresh carry).
-    """
-    seen = observe_for_policy(state, obs, parts.config.normalize_obs)
-    batch = jax.tree.leaves(seen)[0].shape[0]
-    first = jnp.ones((batch,), bool)
-    network = parts.network
-    return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
+        Normalized inside when ``normalize_obs``; a recurrent network sees each observation as
+        the first of an episode (a fresh carry).
+        """
+        seen = observe_for_policy(state, obs, self.config.normalize_obs)
+        batch = jax.tree.leaves(seen)[0].shape[0]
+        first = jnp.ones((batch,), bool)
+        network = self.network
+        return network.apply(state.learner.params, seen, network.initial_carry(batch), first)[1]
 
 
 def _num_actions(env: VecEnv) -> int:
@@ -517,19 +488,17 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
     learner = OffPolicyLearner(
         obs_spec=obs_spec,
         hyperparams=dqn_hyperparams,
-        init=partial(init_dqn_learner, parts),
-        explore=partial(dqn_explore, parts),
-        learn=partial(dqn_learn, parts),
+        init=parts.init,
+        explore=parts.explore,
+        learn=parts.learn,
         metric_names=METRICS,
-        act=partial(dqn_act, parts),
-        with_budget=partial(dqn_with_budget, parts),
+        act=parts.act,
+        with_budget=parts.with_budget,
         importance_exponent=(lambda lr: lr.hparams.importance_exponent)
         if config.prioritized
         else None,
         initial_carry=network.initial_carry,
     )
     agent = build_offpolicy_agent("dqn", config, env, learner)
-    every_seed = jax.jit(agent.per_seed(partial(dqn_q_values, parts), (LAYOUT, SEED)))
-    return DQN(
-        **vars(agent), q_values=every_seed, network=network, targets=partial(dqn_targets, parts)
-    )
+    every_seed = jax.jit(agent.per_seed(parts.q_values, (LAYOUT, SEED)))
+    return DQN(**vars(agent), q_values=every_seed, network=network, targets=parts.targets)
