@@ -26,12 +26,12 @@ from rollax.training._agent import (
     AgentPieces,
     Policy,
     ShardStart,
-    build_agent,
     check_budget,
     feedforward_policy,
     gradient_step_for,
     layout_for,
 )
+from rollax.training._compose import build_agent
 from rollax.training._config import ConfigError, config_to_json, decode_config, with_defaults
 from rollax.training._envs import shard_env, training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
