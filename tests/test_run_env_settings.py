@@ -3,6 +3,7 @@ again on resume and eval, and callbacks that change them between chunks (curricu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -51,6 +52,19 @@ def test_env_options_build_the_environment_on_train_resume_and_eval(tmp_path):
     run = load_run(run_dir)
     assert run.agent.env.env.view_size == 3
     assert float(run.state.env_params.wall_removal_prob) == 0.5
+
+
+def test_checkpoints_fall_due_by_time_or_by_steps(tmp_path):
+    from rollax.checkpoints import Checkpointer
+
+    def saved(name, **options):
+        rc = _run_config(tmp_path, name, keep_checkpoints=10, **options)
+        rc = dataclasses.replace(rc, eval_episodes=0)
+        return Checkpointer(train(SMALL, rc) / "checkpoints", 10).steps()
+
+    assert saved("short") == [1024]  # shorter than checkpoint_minutes: only the last one
+    assert saved("clock", checkpoint_minutes=1e-9) == list(range(128, 1025, 128))
+    assert saved("steps", checkpoint_every=512, checkpoint_minutes=0) == [512, 1024]
 
 
 @pytest.mark.parametrize(

@@ -138,8 +138,11 @@ def test_dqn_members_keep_their_exploration_schedule_on_a_new_budget(tmp_path):
                                                         eval_episodes=0))  # fmt: skip
     stored = json.loads((old / "config.json").read_text())
     del stored["config"]["sweep"]
+    del stored["run"]["checkpoint_minutes"]  # ... nor checkpoints by time: a tenth of the budget
     (old / "config.json").write_text(json.dumps(stored))
-    assert load_run(old).config.sweep == ()
+    loaded = load_run(old)
+    assert loaded.config.sweep == ()
+    assert (loaded.run_config.checkpoint_every, loaded.run_config.checkpoint_minutes) == (40, 0)
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import numpy as np
@@ -95,11 +95,12 @@ def intervals(rc: Any, total: int, unit: int, announce: bool = False) -> tuple[i
 
     Metrics are logged after whole iterations of ``unit`` steps, and checkpoints written
     after whole logging intervals, so ``rc.log_every`` is rounded up to a multiple of
-    ``unit`` and ``rc.checkpoint_every`` to a multiple of the logging interval. With
-    ``announce``, a rounded value that was asked for is said on stderr.
+    ``unit`` and ``rc.checkpoint_every`` to a multiple of the logging interval
+    (``checkpoint_every`` 0: none by steps). With ``announce``, a rounded value that was asked
+    for is said on stderr.
     """
     log_every = _round_up(rc.log_every or total // 100, unit)
-    ckpt_every = _round_up(rc.checkpoint_every or total // 10, log_every)
+    ckpt_every = _round_up(rc.checkpoint_every, log_every) if rc.checkpoint_every else 0
     if announce and rc.log_every and log_every != rc.log_every:
         print(f"rollax: logging every {log_every:,} steps (--log-every {rc.log_every:,} "
               f"rounded up to whole iterations of {unit:,} steps).", file=sys.stderr)  # fmt: skip
@@ -237,8 +238,11 @@ class _Chunks:
     """The budget: environment steps per seed."""
     log_every: int
     ckpt_every: int
+    """Environment steps per seed between checkpoints; 0: none by steps."""
     last_ckpt: int
     """The environment steps of the last checkpoint written (or of the start)."""
+    cadence: _Cadence
+    """When checkpoints fall due by time, and when ``curve.png`` is redrawn."""
     population: Population | None
     """Population-based training's members (``--pbt-interval``); ``None`` without it."""
     replay: ScheduleReplay | None
@@ -273,6 +277,7 @@ class _Chunks:
             log_every=log_every,
             ckpt_every=ckpt_every,
             last_ckpt=last_ckpt,
+            cadence=_Cadence(60 * float(rc.checkpoint_minutes)),
             population=population,
             replay=replay,
         )
@@ -353,11 +358,53 @@ class _Chunks:
                 _say_replaced(run, event)
 
     def checkpoint_if_due(self) -> None:
-        """Write a checkpoint every ``ckpt_every`` steps, but not at the end (the loop does)."""
+        """Write a checkpoint every ``ckpt_every`` steps or ``checkpoint_minutes`` (whichever
+        comes first), but not at the end (the loop does).
+
+        Every process decides alike (a collective): a multi-process run saves together.
+        """
         run = self.run
-        if run.env_steps - self.last_ckpt >= self.ckpt_every and run.env_steps < self.total:
-            _checkpoint(run, self.sinks.trackers)
+        by_steps = self.ckpt_every and run.env_steps - self.last_ckpt >= self.ckpt_every
+        due = agree_any(bool(by_steps) or self.cadence.checkpoint_due())
+        if due and run.env_steps < self.total:
+            _checkpoint(run, self.sinks.trackers, draw=self.cadence.draw_due())
+            self.cadence.saved()
             self.last_ckpt = run.env_steps
+
+
+@dataclasses.dataclass
+class _Cadence:
+    """The clock of a run's checkpoints by time and of its curve's redrawing.
+
+    A checkpoint falls due ``checkpoint_seconds`` after the last one (or the start); a
+    checkpoint redraws ``curve.png`` only when the last drawing is :data:`REDRAW_SECONDS`
+    old (the last checkpoint of a run always draws it).
+    """
+
+    checkpoint_seconds: float
+    """Seconds between checkpoints by time; 0: none by time."""
+    last_save: float = dataclasses.field(default_factory=time.monotonic)
+    last_draw: float | None = None
+
+    REDRAW_SECONDS: ClassVar[float] = 60.0
+    """Seconds between two drawings of ``curve.png`` while a run trains."""
+
+    def checkpoint_due(self) -> bool:
+        """Whether ``checkpoint_seconds`` passed since the last checkpoint (or the start)."""
+        seconds = self.checkpoint_seconds
+        return bool(seconds) and time.monotonic() - self.last_save >= seconds
+
+    def draw_due(self) -> bool:
+        """Whether a checkpoint now redraws the curve (and sends it to the trackers)."""
+        now = time.monotonic()
+        if self.last_draw is not None and now - self.last_draw < self.REDRAW_SECONDS:
+            return False
+        self.last_draw = now
+        return True
+
+    def saved(self) -> None:
+        """A checkpoint was written: the time to the next one starts now."""
+        self.last_save = time.monotonic()
 
 
 def _final_evaluation(run: Run, sinks: _Sinks, episodes: int) -> None:
@@ -549,9 +596,12 @@ def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _checkpoint(run: Run, trackers: list = ()) -> None:
-    """Save a checkpoint, redraw ``curve.png`` (and a population's schedules), send them on."""
+def _checkpoint(run: Run, trackers: list = (), draw: bool = True) -> None:
+    """Save a checkpoint; with ``draw``, redraw ``curve.png`` (and a population's schedules)
+    and send them on."""
     run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
+    if not draw:
+        return
     plot_curve(run.directory)
     pictures = [run.directory.curve]
     if run.directory.holds_population() and is_writer():  # the schedules so far

@@ -187,6 +187,11 @@ def read_run_config(directory: RunDirectory) -> tuple[Algorithm, Any, RunConfig]
         run_fields = {"wandb": "", "mlflow": "", **run_fields}
         # ... nor population-based training.
         run_fields = {**_NO_PBT, **run_fields}
+        if "checkpoint_minutes" not in run_fields:
+            # Runs written before checkpoints by time: checkpoint_every=0 was a tenth of the
+            # budget, and nothing counted minutes.
+            every = run_fields.get("checkpoint_every") or max(config.total_steps // 10, 1)
+            run_fields = {**run_fields, "checkpoint_every": every, "checkpoint_minutes": 0.0}
     run_config = decode_config(RunConfig, run_fields, f"{where}: 'run'")
     return algorithm, config, run_config
 

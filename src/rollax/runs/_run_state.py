@@ -45,8 +45,12 @@ class RunConfig:
     """Directory of the run; empty: runs/<env>-<algorithm>-<date>-<time>."""
     checkpoint_every: int = 0
     """Environment steps per seed between checkpoints, rounded up to whole logging intervals
-    (log_every; the run says so when it rounds); 0: a tenth of the budget. One is always
-    written at the end and on SIGTERM or SIGINT."""
+    (log_every; the run says so when it rounds); 0: none by steps (see checkpoint_minutes).
+    One is always written at the end and on SIGTERM or SIGINT."""
+    checkpoint_minutes: float = 5.0
+    """Minutes of training between checkpoints, checked after each logging interval (with
+    checkpoint_every, whichever comes first); a kill loses at most about this much. 0: none
+    by time. curve.png is redrawn with a checkpoint at most once a minute, and at the end."""
     keep_checkpoints: int = 3
     """How many of the newest checkpoints to keep."""
     log_every: int = 0
@@ -92,6 +96,12 @@ class RunConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"RunConfig.{name} must be an integer >= 0, got {value!r}.")
+        value = self.checkpoint_minutes
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(
+                f"RunConfig.checkpoint_minutes must be a number of minutes >= 0 (0: none by "
+                f"time), got {value!r}."
+            )
         value = self.keep_checkpoints
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"RunConfig.keep_checkpoints must be >= 1, got {value!r}.")
