@@ -358,10 +358,11 @@ class _Chunks:
                 _say_replaced(run, event)
 
     def checkpoint_if_due(self) -> None:
-        """Write a checkpoint every ``ckpt_every`` steps or ``checkpoint_minutes`` (whichever
-        comes first), but not at the end (the loop does).
+        """Write a checkpoint when one is due by steps or by time, but not at the end.
 
-        Every process decides alike (a collective): a multi-process run saves together.
+        Due: ``ckpt_every`` steps or ``checkpoint_minutes`` after the last one, whichever
+        comes first (the loop writes the last one). Every process decides alike (a
+        collective): a multi-process run saves together.
         """
         run = self.run
         by_steps = self.ckpt_every and run.env_steps - self.last_ckpt >= self.ckpt_every
@@ -597,8 +598,10 @@ def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
 
 
 def _checkpoint(run: Run, trackers: list = (), draw: bool = True) -> None:
-    """Save a checkpoint; with ``draw``, redraw ``curve.png`` (and a population's schedules)
-    and send them on."""
+    """Save a checkpoint; with ``draw``, redraw the pictures and send them on.
+
+    The pictures: ``curve.png``, and a population's schedules.
+    """
     run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
     if not draw:
         return
