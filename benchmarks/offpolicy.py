@@ -139,7 +139,7 @@ def rollax_solver(algo: str, seed: int, chunk: int, episodes: int) -> dict[str, 
     config = rollax_config(algo)
     with Timed() as compile_time:
         agent = rollax_agent(algo, config)
-        agent.warmup([(episodes, True)])
+        agent.warmup([episodes])
         state = jax.block_until_ready(agent.init(jax.random.key(seed)))
     return _solve(
         lambda s: agent.run(s, chunk)[0],

@@ -135,7 +135,7 @@ def pixel_cartpole_time_to(
     chunk = max(chunk // config.batch_size, 1) * config.batch_size
     start = time.perf_counter()
     agent = make_ppo(config, "PixelCartPole-v1")
-    agent.warmup([(episodes, False)])
+    agent.warmup([episodes])
     state = jax.block_until_ready(agent.init(jax.random.key(seed)))
     compile_s = time.perf_counter() - start
     key = jax.random.key(10_000 + seed)

@@ -80,7 +80,7 @@ def rollax_solver(
         agent = make_ppo(rollax_config(total, num_seeds), "CartPole-v1")
         # Compile initialization, the training chunk (the same program for any number of
         # updates) and the evaluator side by side, then initialize.
-        agent.warmup([(episodes, False)])
+        agent.warmup([episodes])
         state = jax.block_until_ready(agent.init(jax.random.key(seed)))
     return _solve(
         lambda s: agent.run(s, chunk)[0],

@@ -181,7 +181,7 @@ def rollax_seed(
     sampled = not is_dqn_task(task)
     with Timed() as compile_time:
         agent = (make_ppo if sampled else make_dqn)(config, task)
-        agent.warmup([(episodes, not sampled)])
+        agent.warmup([episodes])
         state = jax.block_until_ready(agent.init(jax.random.key(seed)))
     num_params = sum(x.size for x in jax.tree.leaves(state.params))
     train_s, steps, curve = 0.0, 0, []

@@ -3,8 +3,9 @@
 Each command would spend about 2 s starting Python and importing JAX; in one process they
 start once, and programs they share compile once. Each runs as ``python -m rollax`` runs
 it: ``rollax.cli.main(argv)``, its exit status (an argparse error's ``SystemExit`` code too)
-and what it wrote to stderr recorded; any other exception is printed with its traceback
-into that stderr, with status ``None``.
+and what it wrote to stderr recorded, with the programs it compiled (``jax.monitoring``'s
+backend compiles: their names, and those read from the persistent compilation cache); any
+other exception is printed with its traceback into that stderr, with status ``None``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import sys
 
 _SCRIPT = """
 import contextlib, io, json, sys, traceback
+from rollax._compile import compile_events
 from rollax.cli import main
 results = []
 for argv in json.load(sys.stdin):
     err = io.StringIO()
-    with contextlib.redirect_stderr(err):
+    with contextlib.redirect_stderr(err), compile_events() as events:
         try:
             status = main(argv)
         except SystemExit as e:
@@ -27,13 +29,15 @@ for argv in json.load(sys.stdin):
         except BaseException:
             traceback.print_exc()
             status = None
-    results.append({"argv": argv, "status": status, "stderr": err.getvalue()})
+    results.append({"argv": argv, "status": status, "stderr": err.getvalue(),
+                    "programs": events.programs, "cached": events.cached})
 print(json.dumps(results))
 """
 
 
 def rollax_in_one_process(commands: list[list[str]], env: dict) -> list[dict]:
-    """``{"argv", "status", "stderr"}`` of each command, in order, all run in one process."""
+    """``{"argv", "status", "stderr", "programs", "cached"}`` of each command, in order, all
+    run in one process (``cached``: the programs read from the compilation cache)."""
     proc = subprocess.run(
         [sys.executable, "-c", _SCRIPT],
         input=json.dumps(commands), env=env, capture_output=True, text=True,

@@ -175,6 +175,47 @@ def test_sac_trains_resumes_and_evaluates_from_the_command_line(tmp_path, cli_en
     assert json.loads(out.stdout)["env_steps"] == 600
 
 
+TINY_RUNS = {
+    "ppo": (["--env", "CartPole-v1", *TINY], 128),
+    "pqn": (["--env", "CartPole-v1", *TINY], 128),
+    "dqn": (["--env", "CartPole-v1", *TINY_DQN], 400),
+    "sac": (TINY_SAC, 200),
+    "td3": (TINY_SAC, 200),
+}
+"""Each agent's options for a run of a few seconds, and the steps of its half."""
+PROGRAMS = ("jit(init_global)", "jit(run_iterations)", "jit(run_episodes)")
+"""A run's programs: init, training, and the final evaluation (both policies in one)."""
+
+
+@pytest.mark.parametrize("algo", sorted(TINY_RUNS))
+def test_each_program_compiles_once_and_later_processes_read_them_from_the_cache(
+    algo, tmp_path, cli_env
+):
+    # --compile-only fills a cache of its own; a run in a new process then reads each of its
+    # programs from it, once, and a resume in another compiles none of the training ones.
+    env = {**cli_env, "ROLLAX_CACHE_DIR": str(tmp_path / "cache")}
+    options, half = TINY_RUNS[algo]
+    run_dir = str(tmp_path / "run")
+    train = ["train", algo, *options, "--total-steps", str(half), "--log-every", str(half),
+             "--eval-episodes", "2", "--run-dir", run_dir]  # fmt: skip
+
+    (compiled,) = rollax_in_one_process([[*train, "--compile-only"]], env)
+    assert compiled["status"] == 0, compiled["stderr"]
+    assert "3 programs in the compilation cache" in compiled["stderr"]
+    assert not Path(run_dir).exists()
+    assert sorted(p for p in compiled["programs"] if p in PROGRAMS) == sorted(PROGRAMS)
+
+    (trained,) = rollax_in_one_process([train], env)
+    assert trained["status"] == 0, trained["stderr"]
+    assert sorted(p for p in trained["programs"] if p in PROGRAMS) == sorted(PROGRAMS)
+    assert sorted(p for p in trained["cached"] if p in PROGRAMS) == sorted(PROGRAMS)
+
+    (resumed,) = rollax_in_one_process([["resume", run_dir, "--total-steps", str(2 * half)]], env)
+    assert resumed["status"] == 0, resumed["stderr"]
+    assert sorted(p for p in resumed["programs"] if p in PROGRAMS) == sorted(PROGRAMS[1:])
+    assert sorted(p for p in resumed["cached"] if p in PROGRAMS) == sorted(PROGRAMS[1:])
+
+
 def test_sigint_also_saves_and_exits_cleanly(tmp_path, cli_env):
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(

@@ -1,13 +1,77 @@
-"""Jitted programs that compile with lighter XLA options when called at the top level."""
+"""Compiling: lighter XLA options, and a count of what compiles.
+
+:class:`FastCompile` is a jitted program that compiles with lighter XLA options when called at
+the top level; :func:`compile_events` counts the programs compiled meanwhile.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 
-__all__ = ["FastCompile"]
+__all__ = ["CompileEvents", "FastCompile", "compile_events"]
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+"""``jax.monitoring``'s event for each program XLA compiles (or reads from the persistent
+compilation cache: a cache hit still counts as a compile)."""
+CACHE_HIT = "/jax/compilation_cache/cache_hits"
+"""``jax.monitoring``'s event for each program read from the persistent compilation cache."""
+
+
+@dataclasses.dataclass
+class CompileEvents:
+    """What compiled while :func:`compile_events` listened."""
+
+    programs: list[str] = dataclasses.field(default_factory=list)
+    """The name of each program compiled (``"jit(run_iterations)"``), in order; a program
+    read from the persistent cache included."""
+    seconds: float = 0.0
+    """Seconds of XLA compiling, summed over the programs (overlapping ones each count)."""
+    cached: list[str] = dataclasses.field(default_factory=list)
+    """The names of the programs read from the persistent compilation cache (a subset of
+    ``programs``)."""
+
+    @property
+    def cache_hits(self) -> int:
+        """How many programs were read from the persistent compilation cache."""
+        return len(self.cached)
+
+
+@contextlib.contextmanager
+def compile_events() -> Iterator[CompileEvents]:
+    """Count the programs compiled (by any thread) inside the ``with`` block.
+
+    JAX reports a cache hit, then the compile it ends, on the compiling thread: a hit is the
+    next compile's of its thread.
+    """
+    events = CompileEvents()
+    hit = threading.local()
+
+    def on_duration(event: str, seconds: float, fun_name: str = "", **kwargs: Any) -> None:
+        if event == BACKEND_COMPILE:
+            events.programs.append(fun_name)
+            events.seconds += seconds
+            if getattr(hit, "pending", False):
+                events.cached.append(fun_name)
+                hit.pending = False
+
+    def on_event(event: str, **kwargs: Any) -> None:
+        if event == CACHE_HIT:
+            hit.pending = True
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    jax.monitoring.register_event_listener(on_event)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on_duration)
+        jax.monitoring.unregister_event_listener(on_event)
 
 
 class FastCompile:

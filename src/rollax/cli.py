@@ -41,6 +41,9 @@ class TrainArgs(Generic[ConfigT]):
     """How the run is carried out."""
     config: ConfigT
     """The algorithm's configuration. Defaults shown are the environment's preset."""
+    compile_only: bool = False
+    """Compile the run's programs into the compilation cache and exit, training nothing and
+    making no run directory (for a cluster's first node, or a CI job's warm-up)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,8 +251,8 @@ def split_cluster_options(options: list[str]) -> tuple[argparse.Namespace, list[
     return parser.parse_known_args(options)
 
 
-def parse_train_options(algo: str, options: list[str]) -> tuple[Any, Any]:
-    """``(config, run_config)`` from ``rollax train ALGO``'s options.
+def parse_train_options(algo: str, options: list[str]) -> tuple[Any, Any, bool]:
+    """``(config, run_config, compile_only)`` from ``rollax train ALGO``'s options.
 
     Unset options take the preset of the ``--env`` given (or of the default environment).
     Unknown or malformed options exit with status 2 (tyro's message).
@@ -274,7 +277,7 @@ def parse_train_options(algo: str, options: list[str]) -> tuple[Any, Any]:
         f"as defaults for the --env given) or {algorithm.config_type.__name__}'s defaults.",
         config=(tyro.conf.OmitArgPrefixes,),
     )
-    return parsed.config, parsed.run
+    return parsed.config, parsed.run, parsed.compile_only
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,12 +411,15 @@ def _run_train(args: argparse.Namespace, argv: list[str]) -> int:
         argv, run_dir = _with_run_dir(args.algo, argv, options)
         return supervise("train", argv, cluster, run_dir)
     _join(cluster)  # before anything else uses JAX
-    config, run_config = parse_train_options(args.algo, options)
+    config, run_config, compile_only = parse_train_options(args.algo, options)
     try:  # an unknown id or option fails here, before anything compiles
         make(run_config.env, **run_config.make_options)
     except TypeError as e:
         raise ValueError(f"--env-options: {e}") from None
-    runs.train(config, run_config)
+    if compile_only:
+        runs.precompile(config, run_config)
+    else:
+        runs.train(config, run_config)
     return 0
 
 

@@ -6,7 +6,7 @@
   (:class:`TrainingDiverged`) and clean stops on a signal. Resuming is bit for bit. Without
   ``RunConfig.run_dir``, a run's directory is ``runs/ENV-ALGO-TIME`` (``run_dir_for``); JAX's
   compilation cache for runs is :func:`compilation_cache_dir`
-  (:func:`enable_compilation_cache`).
+  (:func:`enable_compilation_cache`), and :func:`precompile` fills it without training.
 - :func:`load_run` and :func:`evaluate_run` read a run back; :func:`write_video` records an
   episode of its agent (:func:`record_episode`, :func:`check_video_path`).
 - Learning curves: :func:`plot_runs` (:func:`draw_runs`) overlays several runs, the mean
@@ -48,6 +48,7 @@ from rollax.runs._run import (
     enable_compilation_cache,
     evaluate_run,
     load_run,
+    precompile,
     resume,
     run_dir_for,
     train,
@@ -85,6 +86,7 @@ __all__ = [
     "plot_curve",
     "plot_population",
     "plot_runs",
+    "precompile",
     "record_episode",
     "register",
     "resume",

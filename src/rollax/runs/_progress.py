@@ -1,11 +1,59 @@
-"""Progress of a run: steps, steps/s, recent return and time left."""
+"""Progress of a run: what it compiles, then steps, steps/s, recent return and time left."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from collections.abc import Callable, Iterator
 
-__all__ = ["Progress"]
+from rollax._compile import compile_events
+
+__all__ = ["Progress", "compiling"]
+
+
+@contextlib.contextmanager
+def compiling(label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
+    """Say that a run compiles, and how many programs, while it does; then how long it took.
+
+    Yields ``announce(programs)``, to be called when the number of programs is known (as
+    ``Agent.warmup``'s ``compiling``). A spinner on a terminal; otherwise (a log file, CI) a
+    plain line before and one after.
+
+    Args:
+        label: What trains (the algorithm's name).
+        enabled: Show anything at all.
+    """
+    status: list = []
+    start = time.perf_counter()
+
+    def announce(programs: int) -> None:
+        what = f"{label} compiling {programs} program{'s' if programs != 1 else ''}"
+        if not enabled:
+            return
+        if sys.stderr.isatty():
+            from rich.console import Console
+
+            status.append(Console(stderr=True).status(f"[bold]{what}..."))
+            status[0].start()
+        else:
+            print(f"{what}...", file=sys.stderr, flush=True)
+
+    with compile_events() as events:
+        try:
+            yield announce
+        finally:
+            for spinner in status:
+                spinner.stop()
+    if enabled:
+        count = len(events.programs)
+        cached = f", {events.cache_hits} from the cache" if events.cache_hits else ""
+        print(
+            f"{label} compiled {count} program{'s' if count != 1 else ''} in "
+            f"{time.perf_counter() - start:.1f} s{cached}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class Progress:

@@ -22,6 +22,7 @@ from rollax.checkpoints import Checkpointer
 from rollax.runs._keys import run_keys
 from rollax.runs._loop import train_loop
 from rollax.runs._population import check_population
+from rollax.runs._progress import compiling
 from rollax.runs._registry import Algorithm, algorithm_for_config, get_algorithm
 from rollax.runs._run_dir import RunDirectory, is_writer
 from rollax.runs._run_state import Run, RunConfig, evaluate_state, parse_assignments
@@ -35,6 +36,7 @@ __all__ = [
     "enable_compilation_cache",
     "evaluate_run",
     "load_run",
+    "precompile",
     "resume",
     "train",
     "write_video",
@@ -70,18 +72,67 @@ def enable_compilation_cache() -> Path:
     """Point JAX's persistent compilation cache at rollax's directory.
 
     ``$ROLLAX_CACHE_DIR`` if set, else ``rollax/jax`` under ``$XDG_CACHE_HOME`` (default
-    ``~/.cache``), created if missing.
+    ``~/.cache``), created if missing. Every program is kept, however quick its compile: a
+    program quick to compile on one machine (a small evaluation on a GPU host) is not on
+    another, and a run in a new process then compiles none of what a run before it did.
     """
     path = compilation_cache_dir()
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return path
 
 
-def evaluations(config: RunConfig) -> list[tuple[int, bool]]:
-    """The evaluations a run ends with, for ``Agent.warmup``."""
-    return [(config.eval_episodes, d) for d in (True, False)] if config.eval_episodes else []
+def evaluations(config: RunConfig) -> list[int]:
+    """The evaluations a run ends with, for ``Agent.warmup``: its number of episodes."""
+    return [config.eval_episodes] if config.eval_episodes else []
+
+
+def _compiled_agent(
+    algorithm: Algorithm, config: Any, run_config: RunConfig
+) -> tuple[Agent, Any, int]:
+    """A new run's agent and environment params, with its programs compiled.
+
+    Through the persistent compilation cache if the run keeps one.
+
+    Returns:
+        ``(agent, env_params, programs)``: the agent's config holds the shards its layout
+        chose (what the run keeps).
+
+    Raises:
+        ValueError: params or a population the agent cannot take (before anything compiles).
+    """
+    if run_config.compilation_cache:
+        enable_compilation_cache()
+    agent = algorithm.make(config, run_config.env, **run_config.make_options)
+    if config.num_shards is None and agent.config.num_shards > 1 and is_writer():
+        print(
+            f"rollax: num_shards={agent.config.num_shards}: each seed's environments are split "
+            f"over {agent.layout.data_devices} devices, one shard each (--num-shards sets it; "
+            "the run keeps it on any devices).",
+            file=sys.stderr,
+        )
+    env_params = env_params_for(agent, run_config)  # checked before anything compiles
+    check_population(agent, run_config)
+    programs = _warmup(agent, algorithm, run_config, env_params, init=True)
+    return agent, env_params, programs
+
+
+def _warmup(
+    agent: Agent, algorithm: Algorithm, run_config: RunConfig, env_params: Any, init: bool,
+    progress: bool | None = None,
+) -> int:  # fmt: skip
+    """Compile a run's programs side by side, saying so on stderr.
+
+    The programs: init (unless ``init`` is False), training and the final evaluation. Said
+    unless ``progress`` (default: the run's) is off.
+
+    Returns:
+        The number of programs.
+    """
+    shown = run_config.progress if progress is None else progress
+    with compiling(algorithm.name.upper(), shown and is_writer()) as announce:
+        return agent.warmup(evaluations(run_config), env_params, init=init, compiling=announce)
 
 
 def run_dir_for(config: RunConfig, algorithm: Algorithm) -> Path:
@@ -124,20 +175,8 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
             f"run_dir {str(directory.path)!r} already holds a run; continue it with "
             f"`rollax resume {directory.path}` or choose another --run-dir."
         )
-    if run_config.compilation_cache:
-        enable_compilation_cache()
-    agent = algorithm.make(config, run_config.env, **run_config.make_options)
-    if config.num_shards is None and agent.config.num_shards > 1 and is_writer():
-        print(
-            f"rollax: num_shards={agent.config.num_shards}: each seed's environments are split "
-            f"over {agent.layout.data_devices} devices, one shard each (--num-shards sets it; "
-            "the run keeps it on any devices).",
-            file=sys.stderr,
-        )
+    agent, env_params, _ = _compiled_agent(algorithm, config, run_config)
     config = agent.config  # with the shards the layout chose: what the run keeps
-    env_params = env_params_for(agent, run_config)  # checked before anything compiles
-    check_population(agent, run_config)
-    agent.warmup(evaluations(run_config), env_params)  # init, run, evaluate side by side
     run = Run(
         directory=directory,
         algorithm=algorithm,
@@ -150,6 +189,38 @@ def train(config: Any, run_config: RunConfig, callback: Any = None) -> Path:
     directory.write_config(run.config_json())
     train_loop(run, callback)
     return directory.path
+
+
+def precompile(config: Any, run_config: RunConfig) -> int:
+    """Compile a run's programs into the persistent compilation cache, and train nothing.
+
+    A run started later with the same configurations, in any process on this machine, reads
+    them from the cache instead of compiling (``rollax train --compile-only``: a cluster's
+    first node, or a CI job's warm-up). No run directory is made.
+
+    Returns:
+        The number of programs compiled (or found in the cache already).
+
+    Raises:
+        ValueError: an invalid configuration, or ``run_config.compilation_cache`` off.
+        TypeError: a configuration no registered algorithm takes.
+    """
+    algorithm = algorithm_for_config(config)
+    config.validate()
+    run_config.validate()
+    if not run_config.compilation_cache:
+        raise ValueError(
+            "--compile-only compiles into the compilation cache: it cannot be combined with "
+            "--no-compilation-cache (RunConfig.compilation_cache=False)."
+        )
+    programs = _compiled_agent(algorithm, config, run_config)[2]
+    if is_writer():
+        print(
+            f"rollax: {programs} programs in the compilation cache {compilation_cache_dir()}; "
+            "a run with these options starts without compiling them.",
+            file=sys.stderr,
+        )
+    return programs
 
 
 _NO_PBT = {
@@ -221,6 +292,14 @@ def load_run(
             what is already trained.
         CheckpointError: a missing, damaged or incompatible checkpoint.
     """
+    return _load_run(directory, total_steps, for_training, devices)
+
+
+def _load_run(
+    directory: str | Path, total_steps: int | None, for_training: bool,
+    devices: int | str | None, progress: bool | None = None,
+) -> Run:  # fmt: skip
+    """:func:`load_run`; it says it compiles unless ``progress`` (default: the run's) is off."""
     run_dir = RunDirectory(Path(directory))
     algorithm, config, run_config = read_run_config(run_dir)
     if total_steps is not None:
@@ -234,8 +313,10 @@ def load_run(
     checkpoints = Checkpointer(run_dir.checkpoints, run_config.keep_checkpoints)
     new_budget = total_steps is not None
     fresh = for_training and checkpoints.latest_step() is None
+    if for_training and run_config.compilation_cache:
+        enable_compilation_cache()  # before the warmup, which reads and fills it
     if for_training:  # init is compiled only for a run that starts afresh
-        agent.warmup(evaluations(run_config), env_params_for(agent, run_config), init=fresh)
+        _warmup(agent, algorithm, run_config, env_params_for(agent, run_config), fresh, progress)
     if fresh:
         # Stopped before its first checkpoint: nothing was trained, so start it afresh.
         state = agent.init(run_keys(run_config.seed).init, env_params_for(agent, run_config))
@@ -277,11 +358,9 @@ def resume(
     ``progress``: show a progress bar or not (``None``: as the run was started).
     ``callback``: as :func:`train`'s; give the same one to go on as the run would have.
     """
-    run = load_run(directory, total_steps, for_training=True, devices=devices)
+    run = _load_run(directory, total_steps, True, devices, progress)
     if progress is not None:
         run.run_config = dataclasses.replace(run.run_config, progress=progress)
-    if run.run_config.compilation_cache:
-        enable_compilation_cache()
     if total_steps is not None or devices is not None:
         run.directory.write_config(run.config_json())
     # What a kill left: temporary files, incomplete checkpoints, rows and population events

@@ -90,9 +90,11 @@ class Agent:
         steps_per_iteration: Environment steps per seed of one iteration: the unit of
             ``run``'s budget.
         with_budget: ``(state, total_steps) -> state`` for a new budget on resume.
-        warmup: ``(evaluations=(), env_params=None, init=True) -> None``: compile ``init``
-            (for those params; unless ``init`` is False), ``run`` and ``evaluate`` for each
-            ``(num_episodes, deterministic)`` side by side before first use.
+        warmup: ``(evaluations=(), env_params=None, init=True, compiling=None) -> int``:
+            compile ``init`` (for those params; unless ``init`` is False), ``run`` and
+            ``evaluate`` for each number of episodes (both policies in one program) side by
+            side before first use; ``compiling(n)`` is called first with the number of
+            programs, and the number is returned.
         layout: Where its seeds and shards sit (:class:`~rollax.training.Layout`).
         state_layout: Its state's layout: a prefix tree of the state with one tag per
             subtree (``"seed"``, ``"shard"``, ``"shared"``, ``"env_params"``).
@@ -117,7 +119,7 @@ class Agent:
     metric_names: tuple[str, ...]
     steps_per_iteration: int
     with_budget: Callable[[Any, int], Any]
-    warmup: Callable[..., None]
+    warmup: Callable[..., int]
     layout: Layout
     state_layout: Any
     to_checkpoint: Callable[[Any], Any] = lambda state: state

@@ -96,7 +96,7 @@ class _Composed:
         env: One shard's batch.
         pieces: The algorithm's one-seed, one-shard pieces.
         layout: Where its seeds and shards sit.
-        evaluate_program: ``(num_episodes, deterministic) -> program`` of the evaluator,
+        evaluate_program: ``num_episodes -> program`` of the evaluator (both policies),
             for :meth:`warmup`.
     """
 
@@ -104,7 +104,7 @@ class _Composed:
     env: VecEnv
     pieces: AgentPieces
     layout: Layout
-    evaluate_program: Callable[[int, bool], Any]
+    evaluate_program: Callable[[int], Any]
 
     @functools.cached_property
     def metric_names(self) -> tuple[str, ...]:
@@ -196,9 +196,9 @@ class _Composed:
         return self.fast_init(key, self.params_for_init(env_params))
 
     def warmup(
-        self, evaluations: Sequence[tuple[int, bool]] = (), env_params: Any = None,
-        init: bool = True,
-    ) -> None:  # fmt: skip
+        self, evaluations: Sequence[int] = (), env_params: Any = None, init: bool = True,
+        compiling: Callable[[int], Any] | None = None,
+    ) -> int:  # fmt: skip
         """Compile ``init``, ``run`` and the given evaluations before they are first called.
 
         The programs are lowered for the state ``init`` will build (from ``jax.eval_shape``,
@@ -208,12 +208,18 @@ class _Composed:
         (from ``init``, ``run`` or a restored checkpoint) start without compiling.
 
         Args:
-            evaluations: ``(num_episodes, deterministic)`` pairs to compile ``evaluate`` for.
+            evaluations: Numbers of episodes to compile ``evaluate`` for (one program per
+                number, for both the deterministic and the stochastic policy).
             env_params: The environment params ``init`` will be called with (``None``: the
                 defaults); ``init`` compiles for their shapes, so others compile it again.
             init: Compile ``init`` too (a run restored from a checkpoint never calls it).
+            compiling: Called with the number of programs before they compile (a progress
+                display); ``None``: nothing.
+
+        Returns:
+            The number of programs compiled (or read from the persistent compilation cache).
         """
-        programs = [self.evaluate_program(e, d) for e, d in evaluations]
+        programs = [self.evaluate_program(e) for e in dict.fromkeys(evaluations)]
         key = jax.eval_shape(lambda: jax.random.key(0))
         params = jax.eval_shape(self.params_for_init, env_params)
         state = jax.eval_shape(self.init_global, key, params)
@@ -229,10 +235,16 @@ class _Composed:
         jobs = [lambda: self.run_program.lower(state, iterations).compile()]
         if init:
             jobs.append(lambda: self.fast_init.lower(key, params).compile())
-        jobs += [functools.partial(lambda p: p.lower(state, key).compile(), p) for p in programs]
+        flag = jax.ShapeDtypeStruct((), jnp.bool_)
+        jobs += [
+            functools.partial(lambda p: p.lower(state, key, flag).compile(), p) for p in programs
+        ]
+        if compiling is not None:
+            compiling(len(jobs))
         with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
             for future in [pool.submit(job) for job in jobs]:
                 future.result()
+        return len(jobs)
 
     def with_budget(self, state: Any, total_steps: int) -> Any:
         """The pieces' ``with_budget``, its new state placed as the layout places a state.

@@ -8,6 +8,10 @@ stage; the loop runs until the episodes end, so the episode limit is the state's
 axis of ``num_seeds * num_envs``) are dealt to the evaluation episodes in turn: episode
 ``e`` of seed ``s`` runs with the params of that seed's training environment
 ``e % num_envs``.
+
+The deterministic and the stochastic policy are one program: ``deterministic`` is data (a
+boolean that chooses between the policy's mode and a sample at each step), so a run that
+evaluates both compiles one evaluation, not two.
 """
 
 from __future__ import annotations
@@ -72,24 +76,21 @@ def make_evaluator(
     Returns:
         ``(evaluate, program)``: ``evaluate(state, key, num_episodes=64,
         deterministic=True)`` gives float32 ``(num_seeds, num_episodes)`` returns;
-        ``program(num_episodes, deterministic)`` the compiled function ``(state, key) ->
-        returns`` (built on first use, for warming up).
+        ``program(num_episodes)`` the compiled function ``(state, key, deterministic) ->
+        returns`` (``deterministic`` a bool array of shape ``()``; built on first use, for
+        warming up), one for both policies.
     """
     from rollax._compile import FastCompile
 
-    programs: dict[tuple[int, bool], Any] = {}
+    programs: dict[int, Any] = {}
 
-    def program(num_episodes: int, deterministic: bool) -> Any:
+    def program(num_episodes: int) -> Any:
         if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
             raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}.")
-        cache_key = (num_episodes, bool(deterministic))
-        if cache_key not in programs:
-            episodes = _Episodes(
-                env, policy, num_seeds, num_episodes, num_train_envs, bool(deterministic),
-                out_sharding,
-            )  # fmt: skip
-            programs[cache_key] = FastCompile(episodes.run_episodes, cpu_level=1)
-        return programs[cache_key]
+        if num_episodes not in programs:
+            episodes = _Episodes(env, policy, num_seeds, num_episodes, num_train_envs, out_sharding)
+            programs[num_episodes] = FastCompile(episodes.run_episodes, cpu_level=1)
+        return programs[num_episodes]
 
     def evaluate(
         state: Any, key: PRNGKey, num_episodes: int = 64, deterministic: bool = True
@@ -99,7 +100,7 @@ def make_evaluator(
         With the policy's mode (``deterministic``) or samples from it; the environment
         params and episode limit are the state's.
         """
-        return program(num_episodes, deterministic)(state, key)
+        return program(num_episodes)(state, key, jnp.asarray(bool(deterministic)))
 
     return evaluate, program
 
@@ -114,7 +115,6 @@ class _Episodes:
         num_seeds: Seeds in the training state.
         episodes: Episodes per seed.
         num_train_envs: Training environments of all seeds.
-        deterministic: The policy's mode, or samples from it.
         out_sharding: Where the returns go (``None``: wherever XLA puts them).
     """
 
@@ -123,7 +123,6 @@ class _Episodes:
     num_seeds: int
     episodes: int
     num_train_envs: int
-    deterministic: bool
     out_sharding: jax.sharding.Sharding | None
 
     @functools.cached_property
@@ -136,8 +135,11 @@ class _Episodes:
         """``(num_seeds * episodes, ...)`` -> ``(num_seeds, episodes, ...)``."""
         return x.reshape(self.num_seeds, self.episodes, *x.shape[1:])
 
-    def run_episodes(self, state: Any, key: PRNGKey) -> jax.Array:
-        """float32 ``(num_seeds, episodes)``: each episode's return, with the state's params."""
+    def run_episodes(self, state: Any, key: PRNGKey, deterministic: jax.Array) -> jax.Array:
+        """float32 ``(num_seeds, episodes)``: each episode's return, with the state's params.
+
+        ``deterministic``: bool ``()``, the policy's mode (else samples from it).
+        """
         default = self.train_env.default_params
         params = params_for_batch(
             state.env_params, default, self.num_train_envs, self.num_seeds, self.episodes
@@ -160,24 +162,34 @@ class _Episodes:
             zeros.astype(jnp.bool_),
             zeros,
         )
-        step = functools.partial(self.step, state, params, k_act)
+        step = functools.partial(self.step, state, params, k_act, deterministic)
         total = jax.lax.while_loop(running, step, carry)[-1]
         total = total.reshape(self.num_seeds, self.episodes)
         if self.out_sharding is not None:
             total = jax.lax.with_sharding_constraint(total, self.out_sharding)
         return total
 
-    def step(self, state: Any, params: Any, k_act: PRNGKey, carry: tuple) -> tuple:
-        """One step of every evaluation episode; an ended episode's return stays as it is."""
+    def step(
+        self, state: Any, params: Any, k_act: PRNGKey, deterministic: jax.Array, carry: tuple
+    ) -> tuple:
+        """One step of every evaluation episode; an ended episode's return stays as it is.
+
+        The policy acts in both ways, its mode or a sample, chosen by ``deterministic``
+        (a ``cond``: one of them runs).
+        """
         t, env_state, obs, policy_carry, done, total = carry
         first = jnp.broadcast_to(t == 0, (self.num_seeds, self.episodes))
-        action, policy_carry = self.policy.act(
-            state,
+        inputs = (
             jax.tree.map(self.per_seed, obs),
             policy_carry,
             first,
             jax.random.fold_in(k_act, t),
-            self.deterministic,
+        )
+        action, policy_carry = jax.lax.cond(
+            deterministic,
+            lambda args: self.policy.act(state, *args, True),
+            lambda args: self.policy.act(state, *args, False),
+            inputs,
         )
         action = action.reshape(self.num_seeds * self.episodes, *action.shape[2:])
         env_state, ts = self.env.step(env_state, action.astype(self.env.action_space.dtype), params)
