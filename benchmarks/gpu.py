@@ -40,6 +40,14 @@ Sections (``--only`` runs some of them):
   rollax's Craftax preset, 524,288 steps per member, one repeat: the wall time of each arm,
   their ratio, and each arm's chosen member evaluated on fresh episodes. At this budget it
   measures what PBT costs at Craftax's scale, not what it learns.
+- ``compile``: ``benchmarks/compile.py``'s rows (PPO, recurrent PPO, PQN, DQN with
+  prioritized replay, SAC and TD3 against rejax; PPO on Breakout-MinAtar against rejax with
+  gymnax-blines' settings; pixel PPO; PPO on Playground's CartpoleBalance against Brax's at
+  Playground's published batch; PPO on Craftax-Classic), each leg in fresh processes of
+  this device with no persistent cache: the seconds XLA compiles each program (rollax's
+  programs alone and in its real run, beside the peer's), how many programs a run compiles,
+  and the optimized HLO's instructions and fusions. Not yet measured on a GPU (44
+  processes at ``--repeats 1``): run it in a device call of its own.
 
 Each section prints one JSON line as it finishes (``{"section": ..., ...}``), so a run cut
 off still returns what it measured; a section that fails prints its error and the others
@@ -158,6 +166,13 @@ class Sizes:
     """The environment of the PBT section (its PPO preset)."""
     pbt_steps: int = 524_288
     """Steps per member of each PBT arm (a PBT step every quarter)."""
+    compile_rows: tuple[str, ...] = ()
+    """benchmarks/compile.py's rows of the compile section (empty: every row)."""
+    compile_small: bool = False
+    """Whether the compile section's Playground row runs a CPU's batch (else the published
+    one)."""
+    compile_iterations: int = 2
+    """Iterations of rollax's real run in the compile section (what compiles is the same)."""
 
 
 TINY = Sizes(
@@ -211,6 +226,11 @@ TINY = Sizes(
     # CartPole: the craftax section compiles Craftax's step already; this checks the arms.
     pbt_env="CartPole-v1",
     pbt_steps=0,  # 4 iterations, a PBT step after each (benchmarks/pbt.py's tiny size)
+    # One row: the others go through the same worker, and each leg is a fresh process
+    # (5 of them with the HLO's, about 40 s on 2 CPU cores).
+    compile_rows=("ppo",),
+    compile_small=True,
+    compile_iterations=1,
 )
 
 CARTPOLE_TARGET = 475.0
@@ -646,6 +666,20 @@ def pbt(sizes: Sizes, repeats: int) -> dict[str, Any]:
     return out
 
 
+# ---------------------------------------------------------------------------- compile
+
+
+def compile_costs(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """benchmarks/compile.py's rows, each leg in ``repeats`` fresh processes of this device
+    (and one more for each side's HLO): cold-start compile seconds, programs compiled and
+    optimized HLO sizes, rollax beside its peer."""
+    import compile as bench
+
+    rows = list(sizes.compile_rows or bench.ROW_NAMES)
+    return bench.measure(rows, repeats, hlo=True, small=sizes.compile_small,
+                         iterations=sizes.compile_iterations, episodes=sizes.episodes)  # fmt: skip
+
+
 # ---------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
@@ -658,6 +692,7 @@ SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
     "agents": agents,
     "playground": playground,
     "pbt": pbt,
+    "compile": compile_costs,
 }
 
 
