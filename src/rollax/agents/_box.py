@@ -13,6 +13,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rollax.agents._offpolicy import (
     LAYOUT,
@@ -47,12 +48,13 @@ class ActionBox(NamedTuple):
     """A bounded 1-D box of actions.
 
     Attributes:
-        low: float32 ``(action_dim,)``: the lower bounds.
+        low: float32 ``(action_dim,)``: the lower bounds (a numpy array, a constant of the
+            programs).
         high: float32 ``(action_dim,)``: the upper bounds.
     """
 
-    low: jax.Array
-    high: jax.Array
+    low: np.ndarray
+    high: np.ndarray
 
     @property
     def dim(self) -> int:
@@ -171,9 +173,10 @@ def action_box(who: str, env: VecEnv, other: str) -> ActionBox:
             f"{who} acts in a 1-D box of continuous actions; {env.env_id} has {space!r}. "
             f"Use {other} for discrete actions."
         )
-    low = jnp.asarray(space.low, jnp.float32) * jnp.ones(space.shape, jnp.float32)
-    high = jnp.asarray(space.high, jnp.float32) * jnp.ones(space.shape, jnp.float32)
-    if not (jnp.isfinite(low).all() and jnp.isfinite(high).all() and (high > low).all()):
+    # numpy, not jax: checked here without compiling (each eager jax operation is a program)
+    low = np.broadcast_to(np.asarray(space.low, np.float32), space.shape).copy()
+    high = np.broadcast_to(np.asarray(space.high, np.float32), space.shape).copy()
+    if not (np.isfinite(low).all() and np.isfinite(high).all() and (high > low).all()):
         raise ValueError(
             f"{who} keeps actions inside their bounds, so they must be finite with low < "
             f"high; {env.env_id} has {space!r}."
