@@ -30,14 +30,13 @@ rather than from its own memory.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import dataclasses
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, ClassVar
 
 import jax
@@ -142,6 +141,9 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     """
     agent, rc = run.agent, run.run_config
     total = run.config.total_steps
+    # matplotlib (half a second) imports while the run trains, not when it first draws; the
+    # drawing itself stays in this thread, so the run's writes keep their order.
+    threading.Thread(target=_import_matplotlib, name="rollax-matplotlib", daemon=True).start()
     every = intervals(rc, total, agent.steps_per_iteration, announce=is_writer())
     sinks = _Sinks.open(run)
     progress = Progress(
@@ -156,7 +158,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
         with _stop_requests() as stops:
             stopping, asked = chunks.train(stops)
             if run.checkpoints.latest_step() != run.env_steps:
-                _checkpoint(run, sinks)
+                _checkpoint(run, sinks.trackers)
             if rc.eval_episodes and not stopping:
                 # Inside the signal handlers: a signal now ends the run after the evaluation.
                 _final_evaluation(run, sinks, rc.eval_episodes)
@@ -181,8 +183,6 @@ class _Sinks:
     """A sweep's grid points' own TensorBoard runs (``tb/<point>/``); none without a sweep."""
     trackers: list = dataclasses.field(default_factory=list)
     """``--wandb``, ``--mlflow``: opened after the files, inside the loop's ``try``."""
-    pictures: _Pictures = dataclasses.field(default_factory=lambda: _Pictures())
-    """``curve.png`` and a population's schedules, drawn on a thread of their own."""
 
     @classmethod
     def open(cls, run: Run) -> _Sinks:
@@ -221,8 +221,7 @@ class _Sinks:
             tracker.scalars(values, step)
 
     def close(self) -> None:
-        """Finish the pictures; close ``metrics.csv``, the TensorBoard runs, the trackers."""
-        self.pictures.close(self.trackers)
+        """Close ``metrics.csv``, the TensorBoard runs, then the trackers."""
         self.csv.close()
         self.tensorboard.close()
         for board in self.point_boards:
@@ -373,7 +372,7 @@ class _Chunks:
         by_steps = self.ckpt_every and run.env_steps - self.last_ckpt >= self.ckpt_every
         due = agree_any(bool(by_steps) or self.cadence.checkpoint_due())
         if due and run.env_steps < self.total:
-            _checkpoint(run, self.sinks, draw=self.cadence.draw_due())
+            _checkpoint(run, self.sinks.trackers, draw=self.cadence.draw_due())
             self.cadence.saved()
             self.last_ckpt = run.env_steps
 
@@ -602,67 +601,24 @@ def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _checkpoint(run: Run, sinks: _Sinks | None = None, draw: bool = True) -> None:
-    """Save a checkpoint; with ``draw``, redraw the pictures (see :class:`_Pictures`).
-
-    Drawn on the sinks' picture thread, and sent to their trackers, when ``sinks`` are given;
-    else here.
-    """
-    run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
-    if not draw:
-        return
-    if sinks is None:
-        _draw_pictures(run)
-    else:
-        sinks.pictures.draw(run, sinks.trackers)
-
-
-def _draw_pictures(run: Run) -> list[Path]:
-    """Draw ``curve.png``, and a population's schedules so far; the files drawn."""
-    plot_curve(run.directory)
-    pictures = [run.directory.curve]
-    if run.directory.holds_population() and is_writer():
-        pictures.append(plot_population(run.directory))
-    return pictures
-
-
 def _import_matplotlib() -> None:
-    """Import what drawing needs (half a second), while the run trains."""
+    """Import what drawing ``curve.png`` needs."""
     import matplotlib.backends.backend_agg
     import matplotlib.figure  # noqa: F401
 
 
-class _Pictures:
-    """The run's pictures, drawn on a thread of their own while training goes on.
+def _checkpoint(run: Run, trackers: list = (), draw: bool = True) -> None:
+    """Save a checkpoint; with ``draw``, redraw the pictures and send them on.
 
-    One drawing at a time: a new one first waits for the last, and sends its pictures to the
-    trackers from the loop's thread (as every other write to them). Each picture file is
-    written whole or not at all, so a kill while drawing leaves the last one. The thread
-    starts by importing matplotlib, which a short run would otherwise wait for at its end.
+    The pictures: ``curve.png``, and a population's schedules.
     """
-
-    def __init__(self) -> None:
-        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rollax-plot")
-        self.pending: concurrent.futures.Future = self.pool.submit(_import_matplotlib)
-        self.sent = True  # the import draws nothing to send
-
-    def draw(self, run: Run, trackers: list) -> None:
-        """Draw the run's pictures once the last drawing is done (and sent)."""
-        self.finish(trackers)
-        self.pending, self.sent = self.pool.submit(_draw_pictures, run), False
-
-    def finish(self, trackers: list) -> None:
-        """Wait for the drawing under way, and send its pictures to ``trackers``."""
-        pictures = self.pending.result()
-        if not self.sent:
-            self.sent = True
-            for tracker in trackers:
-                for picture in pictures:
-                    tracker.upload(picture)
-
-    def close(self, trackers: list) -> None:
-        """:meth:`finish`, then stop the thread."""
-        try:
-            self.finish(trackers)
-        finally:
-            self.pool.shutdown()
+    run.checkpoints.save(run.env_steps, run.agent.to_checkpoint(run.state), run.config_json())
+    if not draw:
+        return
+    plot_curve(run.directory)
+    pictures = [run.directory.curve]
+    if run.directory.holds_population() and is_writer():  # the schedules so far
+        pictures.append(plot_population(run.directory))
+    for tracker in trackers:
+        for picture in pictures:
+            tracker.upload(picture)
