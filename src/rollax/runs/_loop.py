@@ -369,8 +369,11 @@ class _Chunks:
         collective): a multi-process run saves together.
         """
         run = self.run
-        by_steps = self.ckpt_every and run.env_steps - self.last_ckpt >= self.ckpt_every
-        due = agree_any(bool(by_steps) or self.cadence.checkpoint_due())
+        by_steps = bool(self.ckpt_every) and run.env_steps - self.last_ckpt >= self.ckpt_every
+        # Steps are alike in every process, clocks are not: only a cadence by time asks
+        # the others (the same config everywhere, so every process calls the collective).
+        by_time = bool(self.cadence.checkpoint_seconds) and agree_any(self.cadence.checkpoint_due())
+        due = by_steps or by_time
         if due and run.env_steps < self.total:
             _checkpoint(run, self.sinks.trackers, draw=self.cadence.draw_due())
             self.cadence.saved()
