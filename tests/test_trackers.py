@@ -61,19 +61,39 @@ def _records(path: Path) -> list[bytes]:
     return records
 
 
+def _complete_log(path: Path, seconds: float = 60.0) -> list:
+    """The parsed records of the log at ``path``, read once W&B has written its exit record.
+
+    ``run.finish()`` returns when W&B's service has handled the exit, but the service (a
+    process of its own) may write the log's last records a moment later: a loaded CI machine
+    once read a log without its history. Waits up to ``seconds`` for the exit record.
+    """
+    import time
+
+    from wandb.proto import wandb_internal_pb2
+
+    deadline = time.monotonic() + seconds
+    while True:
+        records = []
+        for data in _records(path):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(data)
+            records.append(record)
+        if any(r.WhichOneof("record_type") == "exit" for r in records):
+            return records
+        assert time.monotonic() < deadline, f"{path} has no exit record after {seconds} s"
+        time.sleep(0.2)
+
+
 def _segments(run_dir: Path) -> list[dict]:
     """Each offline segment of the run, in order: its id, config and logged rows.
 
     ``run_dir`` is where W&B's own ``wandb/`` folder is: the run directory, or ``WANDB_DIR``.
     """
-    from wandb.proto import wandb_internal_pb2
-
     segments = []
     for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
         segment = {"id": None, "config": {}, "rows": []}
-        for data in _records(path):
-            record = wandb_internal_pb2.Record()
-            record.ParseFromString(data)
+        for record in _complete_log(path):
             kind = record.WhichOneof("record_type")
             if kind == "run":
                 segment["id"] = record.run.run_id
