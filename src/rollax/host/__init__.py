@@ -1,0 +1,18 @@
+"""Environments that step on the host, with rollax's semantics.
+
+These are Gymnasium's environments and a user's own Python simulators.
+A :class:`HostEnv` is a batch of environments stepped with numpy. Whatever the library's
+autoreset mode, it returns same-step transitions: the true final observation where an
+episode ended, termination apart from truncation, and no reset transition, so ``N`` calls of
+``step`` are ``N`` transitions of each environment and no action is spent on a reset. Each
+environment's first episode is seeded from one seed (:func:`episode_seeds`), and what it
+returns is checked against its declared spaces.
+
+:func:`make` builds one (a separate constructor from :func:`rollax.make`, which makes
+environments written in JAX).
+"""
+
+from rollax.host._env import HostEnv, HostEnvError, episode_seeds
+from rollax.host._make import VECTORIZATIONS, make
+
+__all__ = ["VECTORIZATIONS", "HostEnv", "HostEnvError", "episode_seeds", "make"]

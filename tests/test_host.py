@@ -1,0 +1,281 @@
+"""Host environments (rollax.host): Gymnasium's vector environments in every autoreset mode
+seen as same-step transitions, seeded from one seed, and bad environments stopped with a
+message that names them."""
+
+from __future__ import annotations
+
+import os
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from rollax import spaces
+from rollax.host import HostEnvError, episode_seeds, make
+
+pytestmark = pytest.mark.extra("gymnasium")
+
+MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+
+
+class TruncatedEvery5(gymnasium.Env):
+    """Never terminates; the time limit cuts every episode after 5 steps. Reward 1 a step.
+
+    Its observation counts its calls of ``step`` (all episodes together) and the step within
+    the episode, so a test sees every step the environment took.
+    """
+
+    observation_space = gymnasium.spaces.Box(0, np.inf, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([self.calls, self.t], np.float32), {}
+
+    def step(self, action):
+        self.calls += 1
+        self.t += 1
+        obs = np.array([self.calls, self.t], np.float32)
+        return obs, 1.0, False, self.t == 5, {}
+
+
+def _cartpoles(mode: AutoresetMode, n: int = 4) -> SyncVectorEnv:
+    return SyncVectorEnv([lambda: gymnasium.make("CartPole-v1")] * n, autoreset_mode=mode)
+
+
+def _actions(steps: int, n: int) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 2, (steps, n))
+
+
+def _transitions(env, actions: np.ndarray) -> list[tuple]:
+    env.reset(seed=7)
+    out = []
+    for a in actions:
+        ts = env.step(a)
+        out.append((ts.obs, ts.reward, ts.terminated, ts.truncated, ts.final_obs))
+    return out
+
+
+def _reference(actions: np.ndarray, seed: int = 7) -> list[tuple]:
+    """Gymnasium's own SAME_STEP SyncVectorEnv, read directly, from the seeds a HostEnv uses."""
+    env = _cartpoles(AutoresetMode.SAME_STEP, actions.shape[1])
+    env.reset(seed=episode_seeds(seed, env.num_envs))
+    out = []
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        final = obs.copy()
+        for i in np.flatnonzero(terminated | truncated):
+            final[i] = info["final_obs"][i]
+        out.append((obs, reward, terminated, truncated, final))
+    env.close()
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_every_autoreset_mode_gives_gymnasium_s_same_step_transitions(mode):
+    actions = _actions(300, 4)
+    with make(_cartpoles(mode)) as env:
+        got = _transitions(env, actions)
+    want = _reference(actions)
+    assert sum(bool(t[2].any() or t[3].any()) for t in want) > 10  # many episodes ended
+    for step, (g, w) in enumerate(zip(got, want, strict=True)):
+        for name, a, b in zip(("obs", "reward", "terminated", "truncated", "final_obs"), g, w,
+                              strict=True):  # fmt: skip
+            np.testing.assert_array_equal(a, b, err_msg=f"{mode.name}: {name} at step {step}")
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_n_steps_are_n_transitions_and_no_action_is_spent_on_a_reset(mode):
+    vec = SyncVectorEnv([TruncatedEvery5] * 3, autoreset_mode=mode)
+    with make(vec) as env:
+        env.reset(seed=0)
+        for t in range(1, 1001):
+            ts = env.step(np.zeros(3, int))
+            assert not ts.terminated.any()
+            assert (ts.truncated == (t % 5 == 0)).all(), t
+            if t % 5 == 0:
+                np.testing.assert_array_equal(ts.final_obs[:, 1], 5)  # the episode's last
+                np.testing.assert_array_equal(ts.obs[:, 1], 0)  # the next one's first
+                np.testing.assert_array_equal(ts.info["episode_length"], 5)
+                np.testing.assert_array_equal(ts.info["episode_return"], 5.0)
+            else:
+                np.testing.assert_array_equal(ts.obs, ts.final_obs)
+        calls = [e.unwrapped.calls for e in vec.envs]
+    assert calls == [1000, 1000, 1000]  # 1,000 steps of each environment, none wasted
+
+
+@pytest.mark.processes  # worker processes
+def test_worker_processes_give_the_transitions_of_one_process():
+    actions = _actions(60, 3)
+    sync = make(TruncatedEvery5, 3)
+    workers = make(TruncatedEvery5, 3, vectorization="async")
+    try:
+        for g, w in zip(_transitions(workers, actions), _transitions(sync, actions), strict=True):
+            for a, b in zip(g, w, strict=True):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        sync.close()
+        workers.close()
+
+
+def test_first_episodes_are_seeded_from_the_seed():
+    env = make("gymnasium/CartPole-v1", 4)
+    first = env.reset(seed=1)
+    assert not (first[0] == first[1:]).all(axis=1).any()  # each environment its own seed
+    np.testing.assert_array_equal(env.reset(seed=1), first)
+    assert not np.array_equal(env.reset(seed=2), first)
+    env.close()
+
+
+def test_spaces_come_through_rollax_s_with_images_kept_as_uint8():
+    class Frames(TruncatedEvery5):
+        observation_space = gymnasium.spaces.Dict(
+            {
+                "pixels/top": gymnasium.spaces.Box(0, 255, (8, 8, 3), np.uint8),
+                "state": gymnasium.spaces.Box(-1, 1, (2,), np.float64),
+            }
+        )
+        action_space = gymnasium.spaces.Box(-1, 1, (2,), np.float64)
+
+        def _obs(self):  # drawn from the generator reset seeds
+            return {"pixels/top": self.np_random.integers(0, 256, (8, 8, 3), np.uint8),
+                    "state": self.np_random.uniform(-1, 1, 2)}  # fmt: skip
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return self._obs(), {}
+
+        def step(self, action):
+            return self._obs(), 0.0, False, False, {}
+
+    env = make(Frames, 2)
+    assert env.observation_space == spaces.Dict(
+        {
+            "pixels/top": spaces.Box(0, 255, (8, 8, 3), np.uint8),
+            "state": spaces.Box(-1, 1, (2,), np.float32),
+        }
+    )
+    assert env.action_space == spaces.Box(-1, 1, (2,), np.float32)
+    obs = env.reset(seed=0)
+    assert obs["pixels/top"].dtype == np.uint8 and obs["state"].dtype == np.float32
+    assert env.step(np.zeros((2, 2), np.float32)).obs["pixels/top"].dtype == np.uint8
+    env.close()
+
+
+# Bad environments: each stops with a message naming the environment, the step and what was
+# expected, and leaves no worker process behind. Gymnasium's AsyncVectorEnv also logs a failed
+# worker's error as a warning before it raises it (the suite turns warnings into errors).
+WORKER_LOG = "ignore:.*ERROR:UserWarning"  # its logger.error, in red
+
+
+class Raises(TruncatedEvery5):
+    def step(self, action):
+        if self.calls == 2:
+            raise ZeroDivisionError("the simulator blew up")
+        return super().step(action)
+
+
+class OldGym(TruncatedEvery5):
+    def step(self, action):
+        obs, reward, _, truncated, info = super().step(action)
+        return obs, reward, truncated, info
+
+
+class NaNs(TruncatedEvery5):
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (obs * np.nan if self.calls == 3 else obs), *rest
+
+
+class WrongShape(TruncatedEvery5):
+    def step(self, action):
+        _, *rest = super().step(action)
+        return np.zeros(3, np.float32), *rest
+
+
+class Unseeded(TruncatedEvery5):
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.random.random(2).astype(np.float32), {}  # noqa: NPY002 (the global one)
+
+
+class MultiDiscreteActions(TruncatedEvery5):
+    action_space = gymnasium.spaces.MultiDiscrete([2, 3])
+
+
+class Dies(TruncatedEvery5):
+    def step(self, action):
+        if self.calls == 2:
+            os._exit(1)  # a worker process killed mid-run
+        return super().step(action)
+
+
+@pytest.mark.filterwarnings(WORKER_LOG)
+@pytest.mark.parametrize(
+    "vectorization", ["sync", pytest.param("async", marks=pytest.mark.processes)]
+)
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (
+            Raises,
+            r"step at its step 3: it raised ZeroDivisionError: the simulator blew up"
+            r"(.|\n)*Its traceback:(.|\n)*in step",
+        ),
+        (OldGym, r"step 1: step returned 4 values \(Gym's old four values"),
+        (NaNs, r"step at step 3: the observation is not finite \(NaN or inf\) in environment"),
+        (
+            WrongShape,
+            r"environment \d, step at its step 1: the observation has shape \(3,\), "
+            r"expected \(2,\)",
+        ),
+        (Unseeded, r"reset at step 0: reset ignores its seed"),
+    ],
+    ids=["raises", "old-gym", "nan", "shape", "unseeded"],
+)
+def test_a_bad_environment_stops_with_a_message_naming_it(bad, message, vectorization):
+    env = make(bad, 2, vectorization=vectorization)
+    workers = list(getattr(env.env, "processes", []))
+    with pytest.raises(HostEnvError, match=rf"{bad.__name__}(.|\n)*{message}"):
+        env.reset(seed=0)
+        for _ in range(5):
+            env.step(np.zeros(2, int))
+    assert env.env.closed
+    for process in workers:
+        process.join(timeout=10)
+        assert not process.is_alive()
+
+
+@pytest.mark.filterwarnings(WORKER_LOG)
+@pytest.mark.processes  # worker processes
+def test_a_worker_that_dies_stops_the_run_and_no_worker_outlives_it():
+    env = make(Dies, 2, vectorization="async")
+    workers = list(env.env.processes)
+    env.reset(seed=0)
+    env.step(np.zeros(2, int))
+    env.step(np.zeros(2, int))
+    with pytest.raises(HostEnvError, match=r"Dies, step at step 3: the environment raised"):
+        env.step(np.zeros(2, int))
+    for process in workers:
+        process.join(timeout=10)
+        assert not process.is_alive()
+
+
+def test_spaces_the_agents_cannot_take_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"MultiDiscreteActions: rollax's agents take Discrete "
+                                         r"or Box action spaces; the environment's is "
+                                         r"MultiDiscrete"):  # fmt: skip
+        make(MultiDiscreteActions)
+    with pytest.raises(ValueError, match=r"gymnasium has no environment 'CartPol-v1'. Close: "
+                                         r"CartPole-v1"):  # fmt: skip
+        make("gymnasium/CartPol-v1")
+    with pytest.raises(ValueError, match=r"vectorization must be one of \('sync', 'async'\)"):
+        make(TruncatedEvery5, vectorization="threads")
+    with pytest.raises(TypeError, match=r"got an unexpected keyword argument 'size'"):
+        make(TruncatedEvery5, size=3)
