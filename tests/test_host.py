@@ -279,3 +279,48 @@ def test_spaces_the_agents_cannot_take_are_refused_by_name():
         make(TruncatedEvery5, vectorization="threads")
     with pytest.raises(TypeError, match=r"got an unexpected keyword argument 'size'"):
         make(TruncatedEvery5, size=3)
+
+
+class LeavesItsBox(TruncatedEvery5):
+    observation_space = gymnasium.spaces.Box(0, 3, (2,), np.float32)
+
+
+def test_the_checker_reports_what_a_host_environment_breaks():
+    from rollax.host import check_host_env
+
+    assert check_host_env("gymnasium/CartPole-v1", steps=100) == ()
+    (finding,) = check_host_env(LeavesItsBox, steps=20)
+    assert finding.method == "observation_space"
+    assert (
+        "step 4: the observation of environment(s) [0, 1, 2, 3] lies outside" in finding.message
+    )  # 4 calls > 3
+    (finding,) = check_host_env(OldGym)
+    assert finding.method == "step" and "Gym's old four values" in finding.message
+    (finding,) = check_host_env(MultiDiscreteActions)
+    assert finding.method == "make" and "MultiDiscrete" in finding.message
+
+
+@pytest.mark.processes  # the command line, in a process of its own
+def test_rollax_check_takes_a_host_environment_by_import_path(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "my_envs.py").write_text(
+        "import gymnasium, numpy as np\n\n"
+        "class Drifts(gymnasium.Env):\n"
+        "    observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)\n"
+        "    action_space = gymnasium.spaces.Discrete(2)\n\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        super().reset(seed=seed)\n"
+        "        self.x = self.np_random.uniform(-0.5, 0.5, 2).astype(np.float32)\n"
+        "        return self.x, {}\n\n"
+        "    def step(self, action):\n"
+        "        self.x = self.x + 0.1  # out of its box within 15 steps\n"
+        "        return self.x, 1.0, False, False, {}\n"
+    )
+    proc = subprocess.run([sys.executable, "-m", "rollax", "check", "my_envs:Drifts"],
+                          cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "- my_envs:Drifts: observation_space: step " in proc.stdout
+    assert "lies outside its space Box(low=-1.0, high=1.0" in proc.stdout
+    assert "my_envs:Drifts: 1 finding" in proc.stderr

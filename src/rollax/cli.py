@@ -171,7 +171,12 @@ def _add_check(commands: Any) -> None:
     check = commands.add_parser(
         "check", help="check an environment against rollax's interface (rollax.envs.check_env)"
     )
-    check.add_argument("env", metavar="ENV", help="an id, module:Class or module/Id")
+    check.add_argument(
+        "env",
+        metavar="ENV",
+        help="an id, module:Class or module/Id; gymnasium/<id> or module:GymEnv for an "
+        "environment that steps on the host",
+    )
     check.add_argument("--steps", type=int, default=200, help="steps of the random rollout")
 
 
@@ -384,11 +389,15 @@ def _run_envs(args: argparse.Namespace, argv: list[str]) -> int:
 def _run_check(args: argparse.Namespace, argv: list[str]) -> int:
     """``rollax check ENV``: each finding on stdout, a summary on stderr; 1 if any."""
     from rollax.envs import EnvCheckError, check_env
+    from rollax.host import check_host_env, is_host_env
 
-    try:
-        findings = check_env(args.env, steps=args.steps, raise_error=False)
-    except EnvCheckError as e:  # found unfit as it was registered or made
-        findings = e.findings
+    if is_host_env(args.env):  # a Gymnasium environment, or the user's stepping on the host
+        findings = check_host_env(args.env, steps=args.steps)
+    else:
+        try:
+            findings = check_env(args.env, steps=args.steps, raise_error=False)
+        except EnvCheckError as e:  # found unfit as it was registered or made
+            findings = e.findings
     for finding in findings:
         print(f"- {finding}")
     print(

@@ -12,7 +12,16 @@ returns is checked against its declared spaces.
 environments written in JAX).
 """
 
+from rollax.host._check import check_host_env, is_host_env
 from rollax.host._env import HostEnv, HostEnvError, episode_seeds
 from rollax.host._make import VECTORIZATIONS, make
 
-__all__ = ["VECTORIZATIONS", "HostEnv", "HostEnvError", "episode_seeds", "make"]
+__all__ = [
+    "VECTORIZATIONS",
+    "HostEnv",
+    "HostEnvError",
+    "check_host_env",
+    "episode_seeds",
+    "is_host_env",
+    "make",
+]

@@ -44,7 +44,12 @@ def make(env: Any, num_envs: int = 1, *, vectorization: str = "sync", **options:
         TypeError: ``env`` of another type, or a function that returns neither an
             environment nor a vector environment.
     """
-    import gymnasium
+    try:
+        import gymnasium
+    except ImportError:
+        raise ValueError(
+            f"rollax.host.make({env!r}) needs Gymnasium: pip install 'rollax[gymnasium]'."
+        ) from None
 
     from rollax.host._gymnasium import GymnasiumHostEnv, vector_env
 
