@@ -77,6 +77,7 @@ __all__ = [
     "build_onpolicy_agent",
     "init_state",
     "iteration",
+    "learn",
     "rollout",
     "update",
 ]
@@ -427,8 +428,21 @@ def iteration(
     driver: OnPolicyDriver, state: OnPolicyState
 ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
     """One rollout and the update from it: the loop's step (see :class:`AgentPieces`)."""
-    config = driver.config
     state, data = rollout(driver, state)
+    return learn(driver, state, data)
+
+
+def learn(
+    driver: OnPolicyDriver, state: OnPolicyState, data: Rollout
+) -> tuple[OnPolicyState, dict[str, jax.Array]]:
+    """What follows a rollout, whoever collected it: the update, statistics and counters.
+
+    ``data`` is this shard's :class:`Rollout` (leaves ``(T, E, ...)``), from :func:`rollout`
+    or from environments stepped outside the program; ``state`` the state after it (its
+    key advanced by the rollout). Returns the new state and this shard's metrics:
+    ``episodes``, ``return_sum`` and the learner's means.
+    """
+    config = driver.config
     key, update_key = jax.random.split(state.key)
     params, opt_state, aux = update(driver, state, data, update_key)
     stats = state.obs_stats

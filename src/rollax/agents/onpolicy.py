@@ -1,7 +1,8 @@
 """The on-policy driver's pieces, each callable on its own (Brax's and PureJaxRL's shape).
 
 An on-policy agent (PPO, PQN, or one built with :func:`rollax.agents.build_onpolicy_agent`)
-is a loop of :func:`iteration`, which is :func:`rollout` then :func:`update`. Each takes the
+is a loop of :func:`iteration`, which is :func:`rollout` then :func:`learn` (:func:`update`,
+then the observation statistics, counters and metrics). Each takes the
 agent's :class:`OnPolicyDriver` (``agent.driver``) and one seed's state on one shard (no seed
 or shard axis), and composes under ``jax.jit``: a custom loop, or an actor that collects
 rollouts apart from the learner, calls them directly.
@@ -9,6 +10,7 @@ rollouts apart from the learner, calls them directly.
 Examples:
     >>> state, data = rollout(agent.driver, one)          # doctest: +SKIP
     >>> params, opt_state, metrics = update(agent.driver, state, data, key)  # doctest: +SKIP
+    >>> state, metrics = learn(agent.driver, state, data)  # doctest: +SKIP
 """
 
 from rollax.agents._onpolicy import (
@@ -16,8 +18,9 @@ from rollax.agents._onpolicy import (
     act,
     init_state,
     iteration,
+    learn,
     rollout,
     update,
 )
 
-__all__ = ["OnPolicyDriver", "act", "init_state", "iteration", "rollout", "update"]
+__all__ = ["OnPolicyDriver", "act", "init_state", "iteration", "learn", "rollout", "update"]
