@@ -24,7 +24,7 @@
 
 from rollax.runs._distributed import Cluster, agree_any
 from rollax.runs._keys import RunKeys, run_keys
-from rollax.runs._loop import COMMON_METRICS, Callback, TrainingDiverged
+from rollax.runs._loop import Callback, TrainingDiverged
 from rollax.runs._plots import (
     BANDS,
     STATS,
@@ -56,6 +56,7 @@ from rollax.runs._run import (
 )
 from rollax.runs._run_dir import RunDirectory
 from rollax.runs._run_state import Run, RunConfig
+from rollax.runs._sinks import COMMON_METRICS
 from rollax.runs._video import check_video_path, record_episode
 
 __all__ = [

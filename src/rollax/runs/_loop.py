@@ -49,42 +49,18 @@ from rollax.runs._population import Population, ScheduleReplay
 from rollax.runs._progress import Progress
 from rollax.runs._run_dir import is_writer
 from rollax.runs._run_state import Run, evaluate_state
-from rollax.runs._sinks import TensorBoardSink, seed_return_fields
+from rollax.runs._sinks import RunSinks, seed_return_fields
 from rollax.runs._trackers import open_trackers
 from rollax.training import point_labels
 
-__all__ = [
-    "COMMON_METRICS",
-    "Callback",
-    "TrainingDiverged",
-    "intervals",
-    "metric_fields",
-    "train_loop",
-]
+__all__ = ["Callback", "TrainingDiverged", "intervals", "train_loop"]
 
 Callback = Callable[[Run, dict[str, Any]], Any]
 """``callback(run, row)``, called between chunks; returning ``False`` stops the run."""
 
-COMMON_METRICS = (
-    "env_steps",
-    "updates",
-    "wall_time",
-    "steps_per_second",
-    "episode_return",
-    "episodes",
-)
-"""The columns of ``metrics.csv`` every agent has, before its own ``metric_names`` (and, with
-several seeds, each seed's return as ``episode_return_seed0``, ``episode_return_seed1``, ...)."""
-
 
 class TrainingDiverged(RuntimeError):
     """A loss or a parameter stopped being finite; the run stopped at its last good state."""
-
-
-def metric_fields(run: Run) -> tuple[str, ...]:
-    """The columns of the run's ``metrics.csv``."""
-    members = seed_return_fields(run.config.num_seeds, run.config.sweep)
-    return COMMON_METRICS + run.agent.metric_names + members
 
 
 def _round_up(steps: int, unit: int) -> int:
@@ -145,7 +121,7 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
     # drawing itself stays in this thread, so the run's writes keep their order.
     threading.Thread(target=_import_matplotlib, name="rollax-matplotlib", daemon=True).start()
     every = intervals(rc, total, agent.steps_per_iteration, announce=is_writer())
-    sinks = _Sinks.open(run)
+    sinks = RunSinks.open(run)
     progress = Progress(
         run.algorithm.name.upper(), total, run.env_steps, rc.progress and is_writer()
     )
@@ -172,71 +148,12 @@ def train_loop(run: Run, callback: Callback | None = None) -> None:
 
 
 @dataclasses.dataclass
-class _Sinks:
-    """Where each chunk's metrics go: ``metrics.csv``, TensorBoard and the trackers."""
-
-    csv: Any
-    """``metrics.csv``, one row per chunk."""
-    tensorboard: TensorBoardSink
-    """The run's TensorBoard events (``tb/``)."""
-    point_boards: list[TensorBoardSink]
-    """A sweep's grid points' own TensorBoard runs (``tb/<point>/``); none without a sweep."""
-    trackers: list = dataclasses.field(default_factory=list)
-    """``--wandb``, ``--mlflow``: opened after the files, inside the loop's ``try``."""
-
-    @classmethod
-    def open(cls, run: Run) -> _Sinks:
-        """Open ``metrics.csv``, then the TensorBoard runs (the trackers are opened later)."""
-        directory = run.directory
-        csv_sink = directory.open_metrics(metric_fields(run))
-        scalars = COMMON_METRICS[3:] + run.agent.metric_names  # the seeds' returns stay in the CSV
-        # Resumed: TensorBoard hides what an earlier session logged past the checkpoint (which
-        # is logged again), as resume drops those rows of metrics.csv; a new run hides nothing.
-        purge_step = run.env_steps + 1
-        tensorboard = TensorBoardSink(directory.tensorboard, scalars, purge_step)
-        # A sweep's grid points are TensorBoard runs of their own: tb/<point>/.
-        point_boards = [
-            TensorBoardSink(
-                directory.point_tensorboard(label),
-                ("episode_return", *run.agent.metric_names),
-                purge_step,
-            )
-            for label in point_labels(run.config.sweep)
-        ]
-        return cls(csv_sink, tensorboard, point_boards)
-
-    def write(self, run: Run, row: dict[str, Any], metrics: dict) -> None:
-        """Write a chunk's row to each sink in turn, and each grid point's row to its board."""
-        self.csv.write(run.env_steps, row)
-        self.tensorboard.write(run.env_steps, row)
-        for tracker in self.trackers:
-            tracker.write(run.env_steps, row)
-        for board, point_row in zip(self.point_boards, _point_rows(run, metrics), strict=True):
-            board.write(run.env_steps, point_row)
-
-    def scalars(self, values: dict[str, float], step: int) -> None:
-        """Log single values (the final evaluation's) to TensorBoard and the trackers."""
-        self.tensorboard.scalars(values, step)
-        for tracker in self.trackers:
-            tracker.scalars(values, step)
-
-    def close(self) -> None:
-        """Close ``metrics.csv``, the TensorBoard runs, then the trackers."""
-        self.csv.close()
-        self.tensorboard.close()
-        for board in self.point_boards:
-            board.close()
-        for tracker in self.trackers:
-            tracker.close()
-
-
-@dataclasses.dataclass
 class _Chunks:
     """The loop over chunks of ``log_every`` steps, and what it keeps between them."""
 
     run: Run
     callback: Callback | None
-    sinks: _Sinks
+    sinks: RunSinks
     progress: Progress
     total: int
     """The budget: environment steps per seed."""
@@ -259,7 +176,7 @@ class _Chunks:
         cls,
         run: Run,
         callback: Callback | None,
-        sinks: _Sinks,
+        sinks: RunSinks,
         progress: Progress,
         every: tuple[int, int],
         last_ckpt: int,
@@ -415,7 +332,7 @@ class _Cadence:
         self.last_save = time.monotonic()
 
 
-def _final_evaluation(run: Run, sinks: _Sinks, episodes: int) -> None:
+def _final_evaluation(run: Run, sinks: RunSinks, episodes: int) -> None:
     """Evaluate the trained state: write it, log its returns and say them on stderr."""
     result = evaluate_state(run, episodes)
     run.directory.write_evaluation(result)
@@ -580,28 +497,6 @@ def _row(run: Run, metrics: dict, seconds: float, chunk: int, returns: float | N
     for seed, name in enumerate(seed_return_fields(run.config.num_seeds, run.config.sweep)):
         row[name] = f"{float(per_seed[seed]):.4f}" if ended[seed] > 0 else ""
     return row
-
-
-def _point_rows(run: Run, metrics: dict) -> list[dict[str, Any]]:
-    """One row per grid point of a sweep (none without): its seeds' mean return and metrics."""
-    points = len(point_labels(run.config.sweep))
-    if not points:
-        return []
-
-    def by_point(name: str) -> np.ndarray:
-        return np.asarray(metrics[name]).reshape(points, -1)
-
-    ended, returns = by_point("episodes"), by_point("episode_return")
-    rows = []
-    for p in range(points):
-        done = ended[p] > 0
-        row: dict[str, Any] = {
-            "episode_return": f"{float(returns[p][done].mean()):.4f}" if done.any() else ""
-        }
-        for name in run.agent.metric_names:
-            row[name] = f"{float(by_point(name)[p].mean()):.6g}"
-        rows.append(row)
-    return rows
 
 
 def _import_matplotlib() -> None:
