@@ -74,10 +74,13 @@ __all__ = [
     "OnPolicyState",
     "Rollout",
     "act",
+    "bootstrap",
     "build_onpolicy_agent",
+    "final_value",
     "init_state",
     "iteration",
     "learn",
+    "policy_step",
     "rollout",
     "update",
 ]
@@ -295,47 +298,98 @@ def init_state(
     )
 
 
+def policy_step(
+    driver: OnPolicyDriver, state: OnPolicyState, obs: Any, first: jax.Array, carry: Any,
+    key: PRNGKey,
+) -> tuple[PRNGKey, Any, jax.Array, Any, tuple]:  # fmt: skip
+    """The policy at one rollout step, before the environments step.
+
+    Args:
+        driver: The agent's driver.
+        state: One seed's state on one shard (its parameters and statistics act).
+        obs: The environments' observations, ``(E, *obs_shape)``.
+        first: bool ``(E,)``: each observation opens an episode.
+        carry: The network's carry before the step.
+        key: The rollout's key.
+
+    Returns:
+        ``(key, carry, action, extras, outputs)``: the key advanced, the carry after the
+        step, the actions ``(E, ...)`` with what ``explore`` recorded beside them, and the
+        network's outputs (the learner's ``value`` reads the step's value from them).
+    """
+    learner, network = driver.learner, driver.learner.network
+    key, action_key = jax.random.split(key)
+    carry, *outputs = network.apply(
+        state.params, driver.observe(state.obs_stats, obs), carry, first
+    )
+    action, extras = learner.explore(state, tuple(outputs), action_key)
+    return key, carry, action, extras, tuple(outputs)
+
+
+def final_value(
+    driver: OnPolicyDriver, state: OnPolicyState, final_obs: Any, carry: Any, first: jax.Array
+) -> jax.Array:
+    """float32 ``(E,)``: the value of each environment's final observation.
+
+    Computed with the carry of the episode that ended (the final observation continues it:
+    no reset); read only where an episode ended.
+    """
+    network = driver.learner.network
+    outputs = network.apply(
+        state.params, driver.observe(state.obs_stats, final_obs), carry, jnp.zeros_like(first)
+    )
+    return driver.learner.value(outputs[1:])
+
+
+def bootstrap(
+    driver: OnPolicyDriver, state: OnPolicyState, records: Rollout, obs: Any, carry: Any,
+    first: jax.Array,
+) -> Rollout:  # fmt: skip
+    """``records`` with every step's ``next_value``: its true successor's value.
+
+    The successor of step ``t`` is step ``t + 1``'s observation (the last step's: ``obs``,
+    under ``carry`` and ``first`` after the rollout) unless an episode ended there; then it
+    is the final observation's value the rollout stored.
+    """
+    network, learner = driver.learner.network, driver.learner
+    last = network.apply(state.params, driver.observe(state.obs_stats, obs), carry, first)
+    following = jnp.concatenate([records.value[1:], learner.value(last[1:])[None]])
+    done = records.terminated | records.truncated
+    return records._replace(next_value=jnp.where(done, records.next_value, following))
+
+
 def rollout(driver: OnPolicyDriver, state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
     """``num_steps`` steps of the shard's environments: a :class:`Rollout`, leaves ``(T, E, ...)``.
 
     The state comes back with its environments, observations, carry and key advanced.
+    Each step is :func:`policy_step`, the environments' step and, where an episode ended,
+    :func:`final_value`; :func:`bootstrap` fills in the successors' values.
     """
-    env, learner, network = driver.env, driver.learner, driver.learner.network
-    n, observe = env.num_envs, driver.observe
+    env, learner, n = driver.env, driver.learner, driver.env.num_envs
 
     def step_env(carry: tuple, _: None) -> tuple:
         env_state, obs, first, net_carry, key = carry
-        key, action_key = jax.random.split(key)
         carry_before = net_carry
-        net_carry, *outputs = network.apply(
-            state.params, observe(state.obs_stats, obs), net_carry, first
+        key, net_carry, action, extras, outputs = policy_step(
+            driver, state, obs, first, net_carry, key
         )
-        action, extras = learner.explore(state, tuple(outputs), action_key)
         env_state, ts = env.step(env_state, action.astype(env.action_space.dtype), state.env_params)
         # Values of final observations, needed only where an episode ended (elsewhere the
-        # next step's value is the successor's), with the carry of the episode that ended
-        # (the final observation continues it: no reset): computed only on steps where one did.
-        final_value = at_most_once(
+        # next step's value is the successor's): computed only on steps where one did.
+        final = at_most_once(
             ts.done.any(),
-            lambda _: learner.value(
-                network.apply(
-                    state.params,
-                    observe(state.obs_stats, ts.final_obs),
-                    net_carry,
-                    jnp.zeros_like(first),
-                )[1:]
-            ),
+            lambda _: final_value(driver, state, ts.final_obs, net_carry, first),
             jnp.zeros(n, jnp.float32),
         )
         record = Rollout(
             obs=obs,
             first=first,
             action=action,
-            value=learner.value(tuple(outputs)),
+            value=learner.value(outputs),
             reward=ts.reward,
             terminated=ts.terminated,
             truncated=ts.truncated,
-            next_value=final_value,
+            next_value=final,
             episode_return=jnp.where(ts.done, ts.info["episode_return"], jnp.nan),
             carry=carry_before if driver.recurrent else (),
             extras=extras,
@@ -345,11 +399,7 @@ def rollout(driver: OnPolicyDriver, state: OnPolicyState) -> tuple[OnPolicyState
     start = (state.env_state, state.obs, state.first, state.carry, state.key)
     steps = driver.config.num_steps
     (env_state, obs, first, net_carry, key), records = jax.lax.scan(step_env, start, None, steps)
-    # The successor of step t is step t + 1's observation unless an episode ended there.
-    last = network.apply(state.params, observe(state.obs_stats, obs), net_carry, first)
-    following = jnp.concatenate([records.value[1:], learner.value(last[1:])[None]])
-    done = records.terminated | records.truncated
-    records = records._replace(next_value=jnp.where(done, records.next_value, following))
+    records = bootstrap(driver, state, records, obs, net_carry, first)
     state = state.replace(env_state=env_state, obs=obs, first=first, carry=net_carry, key=key)
     return state, records
 
