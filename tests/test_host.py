@@ -324,3 +324,49 @@ def test_rollax_check_takes_a_host_environment_by_import_path(tmp_path):
     assert "- my_envs:Drifts: observation_space: step " in proc.stdout
     assert "lies outside its space Box(low=-1.0, high=1.0" in proc.stdout
     assert "my_envs:Drifts: 1 finding" in proc.stderr
+
+
+class Truncates(gymnasium.Env):
+    """The issue's probe: one observation, reward 1 a step, cut by the time limit every 5
+    steps and never terminated. With gamma 0.9 its value is 1 / (1 - 0.9) = 10; a learner that
+    took truncation for termination would learn the mean of 1, 1.9, 2.71, 3.44 and 4.10: 2.6."""
+
+    observation_space = gymnasium.spaces.Box(-1, 1, (4,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(4, np.float32), 1.0, False, self.t == 5, {}
+
+
+def test_ppo_learns_the_value_of_a_host_environment_that_only_truncates():
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    from rollax.agents.onpolicy import learn
+    from rollax.agents.ppo import PPOConfig, make_ppo
+    from rollax.host._onpolicy import HostRollout
+
+    config = PPOConfig(num_envs=8, num_steps=20, gamma=0.9, num_minibatches=2,
+                       hidden_sizes=(16,), learning_rate=3e-3, total_steps=8 * 20 * 80)  # fmt: skip
+    # The driver is built on a rollax batch of the same spaces and size; the host rollout
+    # steps the probe instead.
+    agent = make_ppo(config, "CartPole-v1")
+    env = make(Truncates, 8)
+    state = agent.shard_state(agent.init(jax.random.key(0)))
+    state = state.replace(obs=jnp.asarray(env.reset(seed=0)), first=jnp.ones(8, bool))
+    rollout, step = HostRollout(agent.driver), jax.jit(functools.partial(learn, agent.driver))
+    for _ in range(80):
+        state, data = rollout.collect(state, env)
+        assert not data.terminated.any() and data.truncated.sum() == 8 * 20 // 5
+        state, _ = step(state, data)
+    network, obs = agent.driver.learner.network, jnp.zeros((1, 4))
+    outputs = network.apply(state.params, obs, network.initial_carry(1), jnp.zeros(1, bool))
+    assert agent.driver.learner.value(outputs[1:])[0] == pytest.approx(10.0, rel=0.15)
