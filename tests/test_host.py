@@ -327,7 +327,7 @@ def test_rollax_check_takes_a_host_environment_by_import_path(tmp_path):
 
 
 class Truncates(gymnasium.Env):
-    """The issue's probe: one observation, reward 1 a step, cut by the time limit every 5
+    """The truncation probe: one observation, reward 1 a step, cut by the time limit every 5
     steps and never terminated. With gamma 0.9 its value is 1 / (1 - 0.9) = 10; a learner that
     took truncation for termination would learn the mean of 1, 1.9, 2.71, 3.44 and 4.10: 2.6."""
 
@@ -344,29 +344,77 @@ class Truncates(gymnasium.Env):
         return np.zeros(4, np.float32), 1.0, False, self.t == 5, {}
 
 
-def test_ppo_learns_the_value_of_a_host_environment_that_only_truncates():
-    import functools
+def _value_of_zeros(agent, state) -> float:
+    """The first member's learned value of the probe's one observation."""
+    import jax.numpy as jnp
 
+    one = agent.shard_state(state)
+    learner, network = agent.driver.learner, agent.driver.learner.network
+    obs = jnp.zeros((1, 4))
+    outputs = network.apply(one.params, obs, network.initial_carry(1), jnp.zeros(1, bool))
+    return float(learner.value(outputs[1:])[0])
+
+
+@pytest.mark.parametrize("algo", ["ppo", "pqn"])
+def test_on_policy_agents_learn_the_value_of_a_host_environment_that_only_truncates(algo):
+    # Taking truncation for termination, they learn 2.7 (PPO) and 3.6 (PQN).
+    import jax
+
+    from rollax.agents.ppo import PPOConfig, make_ppo
+    from rollax.agents.pqn import PQNConfig, make_pqn
+
+    common = dict(num_envs=8, num_steps=20, gamma=0.9, num_minibatches=2, hidden_sizes=(16,),
+                  learning_rate=3e-3, total_steps=8 * 20 * 80)  # fmt: skip
+    if algo == "ppo":
+        agent = make_ppo(PPOConfig(**common), make(Truncates, 8))
+    else:  # one-step targets (lambda 0) at a rate that lets 80 updates reach the fixed point
+        common["learning_rate"] = 3e-2
+        agent = make_pqn(PQNConfig(**common, td_lambda=0.0), make(Truncates, 8))
+    state = agent.init(jax.random.key(0))
+    data = agent.collect(state)[1]
+    assert not data.terminated.any() and data.truncated.sum() == 8 * 20 // 5
+    state, metrics = agent.run(state, 8 * 20 * 80)
+    assert int(metrics["env_steps"]) == 8 * 20 * 80
+    assert _value_of_zeros(agent, state) == pytest.approx(10.0, rel=0.15)
+
+
+class TruncatesBox(Truncates):
+    """The truncation probe with a continuous action, which changes nothing."""
+
+    action_space = gymnasium.spaces.Box(-1, 1, (1,), np.float32)
+
+
+OFF_POLICY = dict(num_envs=4, buffer_size=2_000, learning_starts=200, batch_size=64,
+                  learning_rate=3e-3, gamma=0.9)  # fmt: skip
+"""The off-policy agents' truncation probes' settings (tests/test_dqn.py, test_sac.py,
+test_td3.py), on the host."""
+
+
+@pytest.mark.parametrize("algo", ["dqn", "sac", "td3"])
+def test_off_policy_agents_learn_the_value_of_a_host_environment_that_only_truncates(algo):
     import jax
     import jax.numpy as jnp
 
-    from rollax.agents.onpolicy import learn
-    from rollax.agents.ppo import PPOConfig, make_ppo
-    from rollax.host._onpolicy import HostRollout
+    from rollax.agents.dqn import DQNConfig, make_dqn
+    from rollax.agents.sac import SACConfig, make_sac
+    from rollax.agents.td3 import TD3Config, make_td3
 
-    config = PPOConfig(num_envs=8, num_steps=20, gamma=0.9, num_minibatches=2,
-                       hidden_sizes=(16,), learning_rate=3e-3, total_steps=8 * 20 * 80)  # fmt: skip
-    # The driver is built on a rollax batch of the same spaces and size; the host rollout
-    # steps the probe instead.
-    agent = make_ppo(config, "CartPole-v1")
-    env = make(Truncates, 8)
-    state = agent.shard_state(agent.init(jax.random.key(0)))
-    state = state.replace(obs=jnp.asarray(env.reset(seed=0)), first=jnp.ones(8, bool))
-    rollout, step = HostRollout(agent.driver), jax.jit(functools.partial(learn, agent.driver))
-    for _ in range(80):
-        state, data = rollout.collect(state, env)
-        assert not data.terminated.any() and data.truncated.sum() == 8 * 20 // 5
-        state, _ = step(state, data)
-    network, obs = agent.driver.learner.network, jnp.zeros((1, 4))
-    outputs = network.apply(state.params, obs, network.initial_carry(1), jnp.zeros(1, bool))
-    assert agent.driver.learner.value(outputs[1:])[0] == pytest.approx(10.0, rel=0.15)
+    obs = jnp.zeros((1, 1, 4))
+    if algo == "dqn":
+        config = DQNConfig(**OFF_POLICY, total_steps=3_000, gradient_steps=1, tau=0.05,
+                           target_update_every=1, exploration_fraction=0.3, hidden_sizes=(32,),
+                           dueling=False)  # fmt: skip
+        agent = make_dqn(config, make(Truncates, 4))
+        value = lambda state: agent.q_values(state, obs).max()  # noqa: E731
+    else:
+        if algo == "sac":
+            config = SACConfig(**OFF_POLICY, total_steps=4_000, tau=0.05, init_alpha=1e-3,
+                               autotune_alpha=False, hidden_sizes=(32, 32))  # fmt: skip
+            agent = make_sac(config, make(TruncatesBox, 4))
+        else:
+            config = TD3Config(**OFF_POLICY, total_steps=8_000, hidden_sizes=(32,))
+            agent = make_td3(config, make(TruncatesBox, 4))
+        value = lambda state: agent.q_values(state, obs, jnp.zeros((1, 1, 1))).mean()  # noqa: E731
+    state, metrics = agent.run(agent.init(jax.random.key(0)), config.total_steps)
+    assert int(metrics["env_steps"]) == config.total_steps
+    assert float(value(state)) == pytest.approx(10.0, rel=0.15)

@@ -421,8 +421,11 @@ def _run_train(args: argparse.Namespace, argv: list[str]) -> int:
         return supervise("train", argv, cluster, run_dir)
     _join(cluster)  # before anything else uses JAX
     config, run_config, compile_only = parse_train_options(args.algo, options)
+    from rollax.host import is_host_env
+
     try:  # an unknown id or option fails here, before anything compiles
-        make(run_config.env, **run_config.make_options)
+        if not is_host_env(run_config.env):  # a host environment is checked as it is made
+            make(run_config.env, **run_config.make_options)
     except TypeError as e:
         raise ValueError(f"--env-options: {e}") from None
     if compile_only:

@@ -44,6 +44,7 @@ from rollax._struct import pytree_dataclass
 from rollax.agents._replay import replay_buffer, transition_example
 from rollax.buffers import BufferState, SequenceBuffer, Transition
 from rollax.envs import EnvParams, EnvState, VecEnv
+from rollax.host._members import MemberEnvs
 from rollax.networks import no_carry
 from rollax.ops import (
     normalize_observation,
@@ -61,7 +62,9 @@ from rollax.training import (
     Policy,
     ShardStart,
     build_agent,
+    build_host_agent,
     gradient_step_for,
+    host_loop,
 )
 from rollax.types import PRNGKey
 
@@ -75,9 +78,12 @@ __all__ = [
     "feedforward_act",
     "OffPolicyDriver",
     "act_and_store",
+    "explore",
     "init_offpolicy_state",
     "iteration",
     "learn_from_replay",
+    "learning_phase",
+    "store",
     "observe_for_policy",
 ]
 
@@ -288,22 +294,43 @@ class OffPolicyDriver:
         return normalize_observation(stats, obs) if self.config.normalize_obs else obs
 
 
-def act_and_store(
-    driver: OffPolicyDriver, state: OffPolicyState
-) -> tuple[OffPolicyState, tuple[jax.Array, jax.Array]]:
-    """One vectorized step: act with the learner's ``explore``, step, store the transitions.
+def explore(driver: OffPolicyDriver, state: OffPolicyState) -> tuple[jax.Array, Any, Any, PRNGKey]:
+    """The learner's actions for the shard's observations, before the environments step.
 
-    Returns the state and the step's ended episodes and the sum of their returns.
+    Returns ``(action, exploration, carry, key)``: the actions ``(E, ...)``, the exploration
+    state and carry after them, and the state's next key (the state itself is unchanged:
+    :func:`store` records the transition from the observations, ``first`` and carry that
+    met them).
     """
-    config, env, learner = driver.config, driver.env, driver.learner
     key, act_key = jax.random.split(state.key)
     seen = driver.observe(state.obs_stats, state.obs)
-    action, exploration, carry = learner.explore(
+    action, exploration, carry = driver.learner.explore(
         state.learner, state.exploration, seen, state.carry, state.first, act_key, state.env_steps
     )
-    env_state, ts = env.step(
-        state.env_state, action.astype(env.action_space.dtype), state.env_params
-    )
+    return action, exploration, carry, key
+
+
+def store(
+    driver: OffPolicyDriver, state: OffPolicyState, action: jax.Array, exploration: Any,
+    carry: Any, key: PRNGKey, ts: Any, env_state: Any,
+) -> tuple[OffPolicyState, tuple[jax.Array, jax.Array]]:  # fmt: skip
+    """What follows the environments' step: the transitions stored, the state advanced.
+
+    Args:
+        driver: The agent's driver.
+        state: The state :func:`explore` acted in.
+        action: The actions :func:`explore` chose, ``(E, ...)``.
+        exploration: The exploration state after them.
+        carry: The learner's carry after them.
+        key: The state's next key.
+        ts: The environments' same-step :class:`~rollax.types.TimeStep` (``final_obs`` the
+            true successor; ``info["episode_return"]`` each episode's return so far).
+        env_state: The environments after the step (``()`` where the host holds them).
+
+    Returns:
+        The state and the step's ended episodes and the sum of their returns.
+    """
+    config = driver.config
     # A recurrent learner replays from the carry that met this observation.
     memory = {"first": state.first, "carry": state.carry} if jax.tree.leaves(carry) else {}
     transition = Transition(
@@ -319,9 +346,10 @@ def act_and_store(
     if config.normalize_obs:
         step = driver.gradient_step
         stats = update_observation_stats(stats, state.obs, step.shard_mean, step.num_shards)
+    done = ts.terminated | ts.truncated
     episodes = (
-        ts.done.sum(dtype=jnp.int32),
-        jnp.where(ts.done, ts.info["episode_return"], 0.0).sum(),
+        done.sum(dtype=jnp.int32),
+        jnp.where(done, ts.info["episode_return"], 0.0).sum(),
     )
     state = state.replace(
         exploration=exploration,
@@ -329,12 +357,28 @@ def act_and_store(
         obs_stats=stats,
         env_state=env_state,
         obs=ts.obs,
-        first=ts.done,
+        first=done,
         carry=carry,
         key=key,
         env_steps=state.env_steps + config.num_envs,
     )
     return state, episodes
+
+
+def act_and_store(
+    driver: OffPolicyDriver, state: OffPolicyState
+) -> tuple[OffPolicyState, tuple[jax.Array, jax.Array]]:
+    """One vectorized step: act with the learner's ``explore``, step, store the transitions.
+
+    :func:`explore`, the environments' step and :func:`store`. Returns the state and the
+    step's ended episodes and the sum of their returns.
+    """
+    env = driver.env
+    action, exploration, carry, key = explore(driver, state)
+    env_state, ts = env.step(
+        state.env_state, action.astype(env.action_space.dtype), state.env_params
+    )
+    return store(driver, state, action, exploration, carry, key, ts, env_state)
 
 
 def learn_from_replay(
@@ -381,15 +425,28 @@ def iteration(
 ) -> tuple[OffPolicyState, dict[str, jax.Array]]:
     """``train_every`` steps of acting and storing, then a learning phase: the loop's step.
 
-    The learning phase comes once the replay holds ``learning_starts`` transitions per seed.
+    The learning phase (:func:`learning_phase`) comes once the replay holds
+    ``learning_starts`` transitions per seed.
 
     Metrics: this shard's ``episodes`` and ``return_sum``, the learner's means over the
     gradient steps (zeros while learning waits), and ``learned``.
     """
-    config = driver.config
     state, (ended, returns) = jax.lax.scan(
-        functools.partial(_act_and_store_step, driver), state, None, config.train_every
+        functools.partial(_act_and_store_step, driver), state, None, driver.config.train_every
     )
+    return learning_phase(driver, state, ended.sum(dtype=jnp.int32), returns.sum())
+
+
+def learning_phase(
+    driver: OffPolicyDriver, state: OffPolicyState, episodes: jax.Array, return_sum: jax.Array
+) -> tuple[OffPolicyState, dict[str, jax.Array]]:
+    """What follows ``train_every`` stored steps, whoever stepped the environments.
+
+    :func:`learn_from_replay` once the replay holds ``learning_starts`` transitions per seed.
+    ``episodes`` (int32) and ``return_sum`` are the steps' ended episodes and their returns,
+    passed on in the metrics (see :func:`iteration`).
+    """
+    config = driver.config
     # Transitions stored per seed (the same for every seed and shard, so the branch is
     # taken or skipped as a whole): a buffer left out of a checkpoint refills before
     # learning goes on.
@@ -410,8 +467,8 @@ def iteration(
         updates=state.updates + jnp.where(learning, config.gradient_steps, 0).astype(jnp.int32),
     )
     return state, {
-        "episodes": ended.sum(dtype=jnp.int32),
-        "return_sum": returns.sum(),
+        "episodes": episodes,
+        "return_sum": return_sum,
         "learned": learning,
         **metrics,
     }
@@ -481,7 +538,9 @@ def build_offpolicy_agent(name: str, config: Any, env: VecEnv, learner: OffPolic
     Args:
         name: The algorithm's registered name.
         config: Its configuration (the fields :class:`OffPolicyDriver` names).
-        env: One shard's batch.
+        env: One shard's batch, or every member's environments on the host (a
+            ``MemberEnvs``): its loop is then a Python loop around the host's step
+            (rollax.training's host composition).
         learner: The algorithm's own part.
     """
     obs_spec, initial_carry = learner.obs_spec, learner.initial_carry
@@ -508,24 +567,25 @@ def build_offpolicy_agent(name: str, config: Any, env: VecEnv, learner: OffPolic
         return learner.act(state.learner, seen, carry, first, key, deterministic)
 
     to_checkpoint, from_checkpoint = checkpoint_hooks(config, buffer, obs_spec, env, initial_carry)
-    return build_agent(
-        name,
-        config,
-        env,
-        AgentPieces(
-            state_layout=LAYOUT,
-            hyperparams=learner.hyperparams,
-            init=init,
-            iteration=functools.partial(iteration, driver),
-            steps_per_iteration=config.steps_per_iteration,
-            unit_name="vectorized steps of num_envs * train_every",
-            metric_names=learner.metric_names,
-            policy=Policy(init_carry=lambda state, batch: initial_carry(batch), act=act_for_policy),
-            with_budget=learner.with_budget,
-            to_checkpoint=to_checkpoint,
-            from_checkpoint=from_checkpoint,
-            driver=driver,
-            # LLVM level 1 on the CPU: less compile work, as fast to run (Getting started).
-            run_cpu_level=1,
-        ),
+    pieces = AgentPieces(
+        state_layout=LAYOUT,
+        hyperparams=learner.hyperparams,
+        init=init,
+        iteration=functools.partial(iteration, driver),
+        steps_per_iteration=config.steps_per_iteration,
+        unit_name="vectorized steps of num_envs * train_every",
+        metric_names=learner.metric_names,
+        policy=Policy(init_carry=lambda state, batch: initial_carry(batch), act=act_for_policy),
+        with_budget=learner.with_budget,
+        to_checkpoint=to_checkpoint,
+        from_checkpoint=from_checkpoint,
+        driver=driver,
+        # LLVM level 1 on the CPU: less compile work, as fast to run (Getting started).
+        run_cpu_level=1,
     )
+    if isinstance(env, MemberEnvs):  # environments that step on the host
+        from rollax.agents._offpolicy_host import OffPolicyHostIteration
+
+        loop = host_loop(name, config, env, pieces, initial_carry)
+        return build_host_agent(name, loop, OffPolicyHostIteration(loop, driver))
+    return build_agent(name, config, env, pieces)

@@ -42,6 +42,7 @@ from rollax.agents._minibatches import (
 )
 from rollax.agents._onpolicy_config import OnPolicyConfig
 from rollax.envs import EnvParams, EnvState, VecEnv, at_most_once
+from rollax.host._members import MemberEnvs
 from rollax.ops import (
     normalize_observation,
     observation_stats,
@@ -61,7 +62,9 @@ from rollax.training import (
     Policy,
     ShardStart,
     build_agent,
+    build_host_agent,
     gradient_step_for,
+    host_loop,
     stretch_schedule,
 )
 from rollax.types import PRNGKey
@@ -548,7 +551,9 @@ def build_onpolicy_agent(
     Args:
         name: The algorithm's registered name.
         config: Its configuration, validated.
-        env: One shard's environments (:func:`rollax.training.shard_env`).
+        env: One shard's environments (:func:`rollax.training.shard_env`), or every member's
+            environments on the host (a ``MemberEnvs``): its loop is then a Python loop
+            around the host's step (rollax.training's host composition).
         learner: The algorithm's own part.
         agent_type: The agent class to build (an :class:`OnPolicyAgent`).
     """
@@ -561,27 +566,30 @@ def build_onpolicy_agent(
             hparams=stretch_schedule(state.hparams, total_steps // config.batch_size)
         )
 
-    agent = build_agent(
-        name,
-        config,
-        env,
-        AgentPieces(
-            state_layout=LAYOUT,
-            hyperparams=learner.hyperparams,
-            init=functools.partial(init_state, driver),
-            iteration=functools.partial(iteration, driver),
-            steps_per_iteration=config.batch_size,
-            unit_name="rollouts of num_envs * num_steps",
-            metric_names=learner.metric_names,
-            policy=Policy(
-                init_carry=lambda state, batch: network.initial_carry(batch),
-                act=functools.partial(act, driver),
-            ),
-            with_budget=with_budget,
-            driver=driver,
-            run_cpu_level=1,  # LLVM level 1 on the CPU: less compile work, as fast to run
+    pieces = AgentPieces(
+        state_layout=LAYOUT,
+        hyperparams=learner.hyperparams,
+        init=functools.partial(init_state, driver),
+        iteration=functools.partial(iteration, driver),
+        steps_per_iteration=config.batch_size,
+        unit_name="rollouts of num_envs * num_steps",
+        metric_names=learner.metric_names,
+        policy=Policy(
+            init_carry=lambda state, batch: network.initial_carry(batch),
+            act=functools.partial(act, driver),
         ),
+        with_budget=with_budget,
+        driver=driver,
+        run_cpu_level=1,  # LLVM level 1 on the CPU: less compile work, as fast to run
     )
+    if isinstance(env, MemberEnvs):  # environments that step on the host
+        from rollax.agents._onpolicy_host import OnPolicyHostIteration
+
+        loop = host_loop(name, config, env, pieces, network.initial_carry)
+        host_iteration = OnPolicyHostIteration(loop, driver)
+        return build_host_agent(name, loop, host_iteration, agent_type,
+                                collect=host_iteration.collect, network=network)  # fmt: skip
+    agent = build_agent(name, config, env, pieces)
     every_shard = agent.on_every_shard(functools.partial(rollout, driver))
 
     def collect(state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:

@@ -2,8 +2,11 @@
 
 An off-policy agent (DQN, SAC, TD3, or one built with
 :func:`rollax.agents.build_offpolicy_agent`) is a loop of :func:`iteration`:
-``train_every`` calls of :func:`act_and_store`, then :func:`learn_from_replay` once the
-replay holds ``learning_starts`` transitions per seed. Each takes the agent's
+``train_every`` calls of :func:`act_and_store`, then :func:`learning_phase`:
+:func:`learn_from_replay` once the replay holds ``learning_starts`` transitions per seed.
+:func:`act_and_store` is :func:`explore` (the actions, before the environments step), the
+environments' step and :func:`store` (the transitions stored): environments stepped outside
+the program (on the host) go between the two. Each takes the agent's
 :class:`OffPolicyDriver` (``agent.driver``) and one seed's state on one shard (no seed or
 shard axis), and composes under ``jax.jit``: a custom loop, or actors that fill the replay
 apart from the learner, call them directly.
@@ -12,8 +15,19 @@ apart from the learner, call them directly.
 from rollax.agents._offpolicy import (
     OffPolicyDriver,
     act_and_store,
+    explore,
     iteration,
     learn_from_replay,
+    learning_phase,
+    store,
 )
 
-__all__ = ["OffPolicyDriver", "act_and_store", "iteration", "learn_from_replay"]
+__all__ = [
+    "OffPolicyDriver",
+    "act_and_store",
+    "explore",
+    "iteration",
+    "learn_from_replay",
+    "learning_phase",
+    "store",
+]

@@ -145,7 +145,7 @@ class HostEnv(abc.ABC):
 
         Args:
             actions: ``(num_envs, *action_space.shape)``: int for a discrete space, float for
-                a box.
+                a box (clipped to its bounds, as the library may not accept others).
 
         Returns:
             A :class:`~rollax.types.TimeStep` of numpy arrays (see the class docstring).
@@ -160,6 +160,9 @@ class HostEnv(abc.ABC):
             raise ValueError(
                 f"{self.name}: step(actions) takes shape {expected}, got {actions.shape}."
             )
+        if isinstance(self.action_space, rspaces.Box):  # a Gaussian policy samples beyond it
+            space = self.action_space
+            actions = np.clip(actions, space.low, space.high).astype(space.dtype)
         self._steps += 1
         obs, reward, terminated, truncated, final_obs = self._guarded("step", self._step, actions)
         obs = self._checked_obs(obs, "step")

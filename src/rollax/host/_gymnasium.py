@@ -17,6 +17,7 @@ transitions, and all follow from the seeds of the first reset.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import traceback
 from typing import Any
 
@@ -256,9 +257,14 @@ def vector_env(make: Any, num_envs: int, name: str, vectorization: str) -> Vecto
     """``num_envs`` copies of ``make()`` (a ``gymnasium.Env``) in a vector environment.
 
     A ``SyncVectorEnv``, or for ``vectorization="async"`` an ``AsyncVectorEnv`` with a worker
-    process per environment; both in SAME_STEP mode (one call per step).
+    process per environment; both in SAME_STEP mode (one call per step). The workers start
+    from a fork server (spawned where there is none), never forked from this process: JAX's
+    threads would be forked with it, and a fork of a multithreaded process can deadlock.
     """
     factories = [_Factory(make, name, i) for i in range(num_envs)]
     if vectorization == "sync":
         return gymnasium.vector.SyncVectorEnv(factories, autoreset_mode=AutoresetMode.SAME_STEP)
-    return gymnasium.vector.AsyncVectorEnv(factories, autoreset_mode=AutoresetMode.SAME_STEP)
+    context = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    return gymnasium.vector.AsyncVectorEnv(
+        factories, autoreset_mode=AutoresetMode.SAME_STEP, context=context
+    )

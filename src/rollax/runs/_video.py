@@ -11,6 +11,7 @@ import numpy as np
 
 from rollax._files import publish, temporary_path
 from rollax.envs import VecEnv
+from rollax.host._members import MemberEnvs, host_seed
 from rollax.runs._run_dir import RunDirectory
 from rollax.spaces import is_image_key
 from rollax.training import Agent, params_for_batch
@@ -31,8 +32,11 @@ def check_video_path(path: str | Path, directory: str | Path | None = None) -> P
     run = RunDirectory(Path(directory)) if directory is not None else None
     if run is not None and run.holds_run():
         from rollax.envs import make
+        from rollax.host import is_host_env
 
         env_id = run.read_config()["env"]
+        if is_host_env(env_id):  # whether it renders shows when it is made to record
+            return path
         env = make(env_id)
         if not env.can_render and not _image_keys(env.observation_space):
             raise ValueError(
@@ -97,6 +101,8 @@ def record_episode(agent: Agent, state: Any, key: PRNGKey) -> tuple[np.ndarray, 
     0's first training environment's, for per-environment params) until the state's episode
     limit; seed 0's is drawn.
     """
+    if isinstance(agent.env, MemberEnvs):
+        return _record_host_episode(agent, state, key)
     seeds = agent.num_seeds
     env = VecEnv(agent.env.env, seeds, "disabled", "on_done", agent.env.env_id)
     if not env.can_render and not _image_keys(env.observation_space):
@@ -143,6 +149,58 @@ def record_episode(agent: Agent, state: Any, key: PRNGKey) -> tuple[np.ndarray, 
     first, frames, was_done, total = jax.device_get(episode(state, key))
     length = int(np.argmax(was_done)) if was_done.any() else horizon
     return np.concatenate([first[None], frames[:length]]), float(total)
+
+
+MAX_HOST_VIDEO_STEPS = 100_000
+"""Steps after which a video of a host environment whose episode has not ended stops."""
+
+
+def _record_host_episode(agent: Agent, state: Any, key: PRNGKey) -> tuple[np.ndarray, float]:
+    """:func:`record_episode` on host environments: frames from the environment's ``render``.
+
+    Every seed plays one episode in a new environment made with ``render_mode="rgb_array"``;
+    seed 0's frames are kept, up to the step that ends its episode (after it, the
+    environment shows the next episode).
+    """
+    envs, seeds = agent.env, agent.num_seeds
+    if envs.remake is None:
+        raise ValueError(
+            f"--video: {envs.env_id} was given as a built vector environment, which cannot be "
+            "made again to record; give it by id, import path or function."
+        )
+    try:
+        env = envs.remake(seeds, render_mode="rgb_array")
+    except TypeError as err:
+        raise ValueError(
+            f"--video: {envs.env_id} cannot be made with render_mode='rgb_array' ({err}); give "
+            "its constructor a render_mode argument, as Gymnasium's environments have."
+        ) from None
+    act = jax.jit(agent.policy.act, static_argnums=5)
+    k_reset, k_act = jax.random.split(key)
+    with env:
+        obs = env.reset(host_seed(k_reset))
+        carry = agent.policy.init_carry(state, 1)
+        first = jnp.ones((seeds, 1), jnp.bool_)
+        frames, total = [_host_frame(env)], 0.0
+        for t in range(MAX_HOST_VIDEO_STEPS):
+            rows = jax.tree.map(lambda x: x[:, None], obs)
+            action, carry = act(state, rows, carry, first, jax.random.fold_in(k_act, t), True)
+            ts = env.step(np.asarray(action).reshape(seeds, *env.action_space.shape))
+            total += float(ts.reward[0])
+            if ts.terminated[0] or ts.truncated[0]:
+                return np.stack(frames), total
+            frames.append(_host_frame(env))
+            obs, first = ts.obs, jnp.asarray((ts.terminated | ts.truncated)[:, None])
+    return np.stack(frames), total
+
+
+def _host_frame(env: Any) -> np.ndarray:
+    """The first environment's frame, uint8 ``(H, W, 3)``."""
+    frames = env.render()
+    frame = frames[0] if isinstance(frames, tuple | list) else frames
+    if frame is None:
+        raise ValueError(f"--video: {env.name} renders nothing (render returned None).")
+    return np.asarray(frame, np.uint8)[..., :3]
 
 
 def _with_agent_view(scene: jax.Array | None, obs: Any) -> jax.Array:

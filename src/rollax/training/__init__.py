@@ -9,6 +9,9 @@
   (:class:`ScaleConfig`) and of the optimizer (:class:`OptimizerConfig`, built with optax by
   :class:`Optimizer`, its per-seed values :class:`OptimizerHyperParams`).
 - One evaluator for every agent, with the state's params and episode limit.
+- The host composition (:func:`host_loop`, :func:`build_host_agent`): the same pieces and
+  :class:`Agent` for environments that step on the host (:mod:`rollax.host`), with a
+  driver's :class:`HostIteration` stepping them between compiled programs.
 - Sweeps (``sweep`` in an agent's config): grid points times seeds as members of one program
   (:func:`point_labels` names the points).
 - Configuration decoded by field type (:func:`decode_config`, :func:`with_defaults`), and
@@ -35,6 +38,7 @@ from rollax.training._compose import build_agent
 from rollax.training._config import ConfigError, config_to_json, decode_config, with_defaults
 from rollax.training._envs import shard_env, training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
+from rollax.training._host import HostIteration, HostLoop, build_host_agent, host_loop
 from rollax.training._layout import (
     ENV_PARAMS,
     SEED,
@@ -78,6 +82,8 @@ __all__ = [
     "AgentPieces",
     "ConfigError",
     "GradientStep",
+    "HostIteration",
+    "HostLoop",
     "Layout",
     "Optimizer",
     "OptimizerConfig",
@@ -86,6 +92,7 @@ __all__ = [
     "ScaleConfig",
     "ShardStart",
     "build_agent",
+    "build_host_agent",
     "check_activation",
     "check_budget",
     "check_fields",
@@ -95,6 +102,7 @@ __all__ = [
     "decode_config",
     "feedforward_policy",
     "gradient_step_for",
+    "host_loop",
     "layout_for",
     "make_evaluator",
     "make_layout",

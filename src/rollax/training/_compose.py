@@ -60,9 +60,9 @@ def build_agent(name: str, config: Any, env: VecEnv, pieces: AgentPieces) -> Age
         raise TypeError(f"build_agent: pieces must be an AgentPieces, got {type(pieces).__name__}")
     config = config.with_shards()  # the agent's config records the shards the layout uses
     layout = layout_for(config)
-    seed_policy = _seed_policy(pieces.policy, pieces.state_layout, layout.num_seeds)
+    members_policy = seed_policy(pieces.policy, pieces.state_layout, layout.num_seeds)
     evaluate, evaluate_program = make_evaluator(
-        env, seed_policy, layout.num_seeds, layout.num_seeds * int(config.num_envs),
+        env, members_policy, layout.num_seeds, layout.num_seeds * int(config.num_envs),
         layout.replicated,
     )  # fmt: skip
     composed = _Composed(config, env, pieces, layout, evaluate_program)
@@ -73,7 +73,7 @@ def build_agent(name: str, config: Any, env: VecEnv, pieces: AgentPieces) -> Age
         init=composed.init_members,
         run=composed.run,
         evaluate=evaluate,
-        policy=seed_policy,
+        policy=members_policy,
         metric_names=composed.metric_names,
         steps_per_iteration=int(pieces.steps_per_iteration),
         with_budget=composed.with_budget,
@@ -157,7 +157,7 @@ class _Composed:
         state, totals = self.layout.map(shard_run, (tags, SHARED), (tags, SHARD))(
             state, num_iterations
         )
-        metrics = _reduced_metrics(totals, state, self.metric_names, self.layout.num_seeds)
+        metrics = reduced_metrics(totals, state, self.metric_names, self.layout.num_seeds)
         if self.layout.mesh is not None:  # readable by every process
             metrics = jax.lax.with_sharding_constraint(metrics, self.layout.replicated)
         return state.replace(env_params=params), metrics
@@ -297,7 +297,7 @@ def _shard_run(
     return jax.lax.fori_loop(0, num_iterations, body, (state, totals))
 
 
-def _reduced_metrics(
+def reduced_metrics(
     totals: dict, state: Any, metric_names: tuple[str, ...], num_seeds: int
 ) -> dict[str, jax.Array]:
     """A run's metrics from every shard's totals ``(num_seeds, num_shards)``, once per run.
@@ -347,7 +347,7 @@ def _all_finite(tree: Any, num_seeds: int) -> jax.Array:
     return finite
 
 
-def _seed_policy(policy: Policy, state_layout: Any, num_seeds: int) -> Policy:
+def seed_policy(policy: Policy, state_layout: Any, num_seeds: int) -> Policy:
     """Every seed's policy at once from the agent's one-seed policy.
 
     The one-seed policy sees its seed's slice of the state (its shards' leaves keep their

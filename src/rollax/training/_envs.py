@@ -66,19 +66,42 @@ def training_env(
     return env
 
 
-def shard_env(who: str, config: Any, env: VecEnv | str, **make_options: Any) -> VecEnv:
+def shard_env(who: str, config: Any, env: Any, *, host: bool = False, **make_options: Any) -> Any:
     """One shard's training environments for an agent's configuration.
 
     :func:`training_env` with ``num_envs // num_shards`` environments and the config's
     ``frame_stack`` and ``action_repeat`` (1 where it has none): the layer, not the agent,
-    knows how a seed's environments are split.
+    knows how a seed's environments are split. An environment that steps on the host
+    (:func:`rollax.host.is_host_env`, or a built :class:`rollax.host.HostEnv`) becomes every
+    member's environments on the host, for an agent that trains on them.
 
     Args:
         who: The agent factory, for messages (``"make_dqn"``).
         config: The agent's configuration (``num_envs``, ``num_shards``).
-        env: A registered id or one shard's ``VecEnv``.
-        **make_options: Passed to :func:`rollax.make` when ``env`` is an id.
+        env: A registered id or one shard's ``VecEnv``; or a host environment.
+        host: Whether the agent trains on host environments.
+        **make_options: Passed to :func:`rollax.make` when ``env`` is an id (to
+            :func:`rollax.host.make` for a host environment).
+
+    Returns:
+        A ``VecEnv``, or for a host environment a ``rollax.host`` ``MemberEnvs``.
+
+    Raises:
+        ValueError: a host environment for an agent that does not train on them.
     """
+    from rollax.host import HostEnv, is_host_env
+
+    if isinstance(env, HostEnv) or (isinstance(env, str) and is_host_env(env)):
+        if not host:
+            name = getattr(env, "name", env)
+            raise ValueError(
+                f"{who}: {name} steps on the host (rollax.host), and this agent does not "
+                "train on host environments. Give it an environment "
+                "written in JAX (rollax envs lists them)."
+            )
+        from rollax.host._members import member_envs
+
+        return member_envs(who, config, env, **make_options)
     return training_env(
         who,
         env,

@@ -472,7 +472,7 @@ def make_dqn(config: DQNConfig, env: VecEnv | str, **make_options: Any) -> DQN:
             cannot use.
     """
     config = config.validated()  # with num_shards for the devices, if left to them
-    env = shard_env("make_dqn", config, env, **make_options)
+    env = shard_env("make_dqn", config, env, host=True, **make_options)
     num_actions = _num_actions(env)
     network, obs_spec = q_network(
         config, env.observation_space, num_actions, dueling=config.dueling

@@ -173,7 +173,7 @@ def make_ppo(
             device count the layout cannot use.
     """
     config = config.validated()  # with num_shards for the devices, if left to them
-    env = shard_env("make_ppo", config, env, **make_options)
+    env = shard_env("make_ppo", config, env, host=True, **make_options)
     built, obs_spec = network_for(config, env)
     learner = ppo_learner(config, network or built, obs_spec)
     return build_onpolicy_agent("ppo", config, env, learner, agent_type=PPO)

@@ -160,7 +160,7 @@ def make_pqn(config: PQNConfig, env: VecEnv | str, **make_options: Any) -> PQN:
             wrong size, or a device count the layout cannot use.
     """
     config = config.validated()  # with num_shards for the devices, if left to them
-    env = shard_env("make_pqn", config, env, **make_options)
+    env = shard_env("make_pqn", config, env, host=True, **make_options)
     if not isinstance(env.action_space, Discrete):
         raise ValueError(
             f"make_pqn: PQN chooses among discrete actions; {env.env_id} has "

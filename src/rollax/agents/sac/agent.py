@@ -258,7 +258,7 @@ def make_sac(config: SACConfig, env: VecEnv | str, **make_options: Any) -> SAC:
             environment whose actions are not a bounded 1-D box.
     """
     config = config.validated()  # with num_shards for the devices, if left to them
-    env = shard_env("make_sac", config, env, **make_options)
+    env = shard_env("make_sac", config, env, host=True, **make_options)
     box = action_box("make_sac: SAC", env, "DQN (rollax.agents.dqn)")
     red = red_noise(config, env, box)
     obs_spec = observation_spec(env.observation_space, "make_sac: SAC")

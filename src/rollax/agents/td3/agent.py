@@ -180,7 +180,7 @@ class TD3Parts(BoxParts):
 def make_td3(config: TD3Config, env: VecEnv | str, **make_options: Any) -> TD3:
     """TD3 for an environment of box actions (arguments and errors: ``make_sac``'s)."""
     config = config.validated()  # with num_shards for the devices, if left to them
-    env = shard_env("make_td3", config, env, **make_options)
+    env = shard_env("make_td3", config, env, host=True, **make_options)
     box = action_box("make_td3: TD3", env, "DQN or PQN")
     red = red_noise(config, env, box)
     obs_spec = observation_spec(env.observation_space, "make_td3: TD3")

@@ -1,0 +1,163 @@
+"""Agents trained on host environments (rollax.host) as on rollax's own: run directories,
+checkpoints, resumes and the command line, with a user's own Python environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from rollax import runs
+from rollax._files import KILL_AFTER_WRITES
+from rollax.agents.ppo import PPOConfig
+from rollax.runs._run_dir import read_metrics
+
+pytestmark = pytest.mark.extra("gymnasium")
+
+TINY = dict(num_envs=4, num_steps=16, num_epochs=1, num_minibatches=1, hidden_sizes=(8,),
+            num_seeds=2)  # fmt: skip
+"""Two seeds of 4 environments, 64 steps per iteration."""
+
+WALK = '''
+import os
+
+import gymnasium
+import numpy as np
+
+
+class Walk(gymnasium.Env):
+    """A walk on a line: +1 or -1 a step, reward for the right end, cut after 20 steps."""
+
+    observation_space = gymnasium.spaces.Box(-10, 10, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self):
+        pids = os.environ.get("WALK_PIDS")
+        if pids:  # where the test finds the processes that stepped it
+            open(os.path.join(pids, str(os.getpid())), "w").close()
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.t = int(self.np_random.integers(-2, 3)), 0
+        return np.array([self.x], np.float32), {}
+
+    def step(self, action):
+        self.x += 1 if action == 1 else -1
+        self.t += 1
+        won = self.x >= 5
+        return np.array([self.x], np.float32), float(won), won, self.t == 20, {}
+'''
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    unstable = {"wall_time", "steps_per_second"}
+    return [{k: v for k, v in row.items() if k not in unstable}
+            for row in read_metrics(run_dir / "metrics.csv")[1]]  # fmt: skip
+
+
+def test_ppo_trains_on_gymnasium_and_two_resumes_of_one_checkpoint_give_the_same_bits(tmp_path):
+    run_dir = tmp_path / "run"
+    run_config = runs.RunConfig(env="gymnasium/CartPole-v1", run_dir=str(run_dir),
+                                checkpoint_every=64, eval_episodes=2, progress=False)  # fmt: skip
+    runs.train(PPOConfig(**TINY, total_steps=128), run_config)
+    assert [int(row["env_steps"]) for row in _rows(run_dir)] == [64, 128]
+    assert json.loads((run_dir / "eval.json").read_text())["episodes_per_seed"] == 2
+
+    copies = [tmp_path / "a", tmp_path / "b"]
+    for copy in copies:
+        shutil.copytree(run_dir, copy)
+        runs.resume(copy, total_steps=256, progress=False)
+    a, b = (runs.load_run(copy) for copy in copies)
+    assert int(a.state.env_steps) == 256
+    for x, y in zip(jax.tree.leaves(a.state), jax.tree.leaves(b.state), strict=True):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x, y = jax.random.key_data(x), jax.random.key_data(y)
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert _rows(copies[0]) == _rows(copies[1])
+    assert [int(row["env_steps"]) for row in _rows(copies[0])] == [64, 128, 192, 256]
+
+
+def test_host_environments_take_no_env_params_and_one_shard(tmp_path):
+    from rollax.agents.ppo import make_ppo
+
+    with pytest.raises(ValueError, match=r"--env-params for gymnasium/CartPole-v1: .*gravity"):
+        runs.train(PPOConfig(**TINY, total_steps=64),
+                   runs.RunConfig(env="gymnasium/CartPole-v1", env_params=("gravity=1.0",),
+                                  run_dir=str(tmp_path / "r"), progress=False))  # fmt: skip
+    with pytest.raises(ValueError, match="frame_stack=4 wraps rollax's own environments"):
+        make_ppo(PPOConfig(**TINY, frame_stack=4), "gymnasium/CartPole-v1")
+
+
+def _rollax(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rollax", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+
+
+@pytest.fixture
+def walk(tmp_path) -> tuple[Path, dict]:
+    """A directory holding the user's module ``my_walk``, and the subprocesses' environment."""
+    (tmp_path / "my_walk.py").write_text(WALK)
+    env = {k: v for k, v in os.environ.items() if k != KILL_AFTER_WRITES}
+    env["JAX_PLATFORMS"] = "cpu"
+    return tmp_path, env
+
+
+CLI = ["--env", "my_walk:Walk", "--num-envs", "4", "--num-steps", "16", "--num-epochs", "1",
+       "--num-minibatches", "1", "--hidden-sizes", "8", "--no-progress", "--eval-episodes", "2",
+       "--checkpoint-every", "64", "--run-dir", "run"]  # fmt: skip
+
+
+@pytest.mark.processes
+@pytest.mark.timeout(300)
+def test_a_user_s_python_environment_trains_and_resumes_from_the_command_line(walk):
+    cwd, env = walk
+    done = _rollax("train", "ppo", *CLI, "--total-steps", "128", cwd=cwd, env=env)
+    assert done.returncode == 0, done.stderr
+    resumed = _rollax("resume", "run", "--total-steps", "192", cwd=cwd, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert [int(row["env_steps"]) for row in _rows(cwd / "run")] == [64, 128, 192]
+    assert "episodes running at the checkpoint (step 128) restart from seeds" in resumed.stderr
+    assert json.loads((cwd / "run" / "eval.json").read_text())["env_steps"] == 192
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.processes
+@pytest.mark.timeout(300)
+def test_a_run_on_worker_processes_killed_leaves_no_worker_and_resumes(walk):
+    cwd, env = walk
+    pids = cwd / "pids"
+    pids.mkdir()
+    # Killed right after its first checkpoint, its sixth write (config, metrics and tb, then
+    # the first row and its TensorBoard event).
+    killed = _rollax("train", "ppo", *CLI, "--total-steps", "192", "--env-options",
+                     "vectorization=async", cwd=cwd,
+                     env={**env, KILL_AFTER_WRITES: "6", "WALK_PIDS": str(pids)})  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    written = [line for line in killed.stderr.splitlines() if line.startswith("rollax: write")]
+    assert written[-1].endswith("checkpoints/64"), killed.stderr
+    workers = [int(p.name) for p in pids.iterdir()]
+    assert len(workers) == 5  # four workers, and the command that made one to see its type
+    deadline = time.monotonic() + 30
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(map(_alive, workers)), [p for p in workers if _alive(p)]
+    resumed = _rollax("resume", "run", cwd=cwd, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert [int(row["env_steps"]) for row in _rows(cwd / "run")] == [64, 128, 192]
