@@ -20,6 +20,7 @@ from rollax import runs
 from rollax._files import KILL_AFTER_WRITES
 from rollax.agents.ppo import PPOConfig
 from rollax.runs._run_dir import read_metrics
+from rollax.runs._video import record_episode
 
 pytestmark = pytest.mark.extra("gymnasium")
 
@@ -161,3 +162,20 @@ def test_a_run_on_worker_processes_killed_leaves_no_worker_and_resumes(walk):
     resumed = _rollax("resume", "run", cwd=cwd, env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert [int(row["env_steps"]) for row in _rows(cwd / "run")] == [64, 128, 192]
+
+
+@pytest.mark.extra("pygame")
+def test_a_video_of_a_host_environment_comes_from_its_render(tmp_path):
+    import imageio.v3 as iio
+
+    run_dir = tmp_path / "run"
+    run_config = runs.RunConfig(env="gymnasium/CartPole-v1", run_dir=str(run_dir),
+                                eval_episodes=0, progress=False)  # fmt: skip
+    runs.train(PPOConfig(**TINY, total_steps=64), run_config)
+    path, episode_return = runs.write_video(run_dir, tmp_path / "episode.gif")
+    assert iio.imread(path).shape[1:] == (400, 600, 3)  # CartPole's own frames
+    # One frame before each step of the episode: the last step ends it, and the environment
+    # then shows the next episode's first state. (A GIF merges equal frames: count them here.)
+    run = runs.load_run(run_dir)
+    frames, again = record_episode(run.agent, run.state, jax.random.key(0))
+    assert len(frames) == int(again) >= 8
