@@ -172,7 +172,7 @@ def test_a_video_of_a_host_environment_comes_from_its_render(tmp_path):
     run_config = runs.RunConfig(env="gymnasium/CartPole-v1", run_dir=str(run_dir),
                                 eval_episodes=0, progress=False)  # fmt: skip
     runs.train(PPOConfig(**TINY, total_steps=64), run_config)
-    path, episode_return = runs.write_video(run_dir, tmp_path / "episode.gif")
+    path, _ = runs.write_video(run_dir, tmp_path / "episode.gif")
     assert iio.imread(path).shape[1:] == (400, 600, 3)  # CartPole's own frames
     # One frame before each step of the episode: the last step ends it, and the environment
     # then shows the next episode's first state. (A GIF merges equal frames: count them here.)
