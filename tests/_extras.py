@@ -10,6 +10,9 @@ import importlib.util
 # the `bench` extra, each of its packages.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "gymnasium": ("gymnasium",),
+    "atari": ("ale_py", "gymnasium"),
+    "envpool": ("envpool", "gymnasium"),
+    "mujoco": ("mujoco", "gymnasium"),
     "torch": ("torch",),
     "torchrl": ("torch", "torchrl", "tensordict"),
     "sb3": ("stable_baselines3", "torch", "gymnasium"),

@@ -19,12 +19,12 @@ __all__ = ["check_host_env", "is_host_env"]
 def is_host_env(env: str) -> bool:
     """Whether the command line's ``--env`` string names a host environment.
 
-    ``"gymnasium/<id>"``, or ``"module:Name"`` where ``Name`` is a ``gymnasium.Env`` class or a
-    function returning a ``gymnasium.Env`` or a Gymnasium ``VectorEnv`` (called once, with no
-    options, to see which). Anything else is left to :func:`rollax.make`, which also reports
-    a module that cannot be imported.
+    ``"gymnasium/<id>"``, ``"ale/<Game>-v5"``, ``"envpool/<Task>"``, or ``"module:Name"`` where
+    ``Name`` is a ``gymnasium.Env`` class or a function returning a ``gymnasium.Env`` or a
+    Gymnasium ``VectorEnv`` (called once, with no options, to see which). Anything else is left
+    to :func:`rollax.make`, which also reports a module that cannot be imported.
     """
-    if env.startswith("gymnasium/"):
+    if env.startswith(("gymnasium/", "ale/", "envpool/")):
         return True
     if ":" not in env or importlib.util.find_spec("gymnasium") is None:
         return False

@@ -23,6 +23,10 @@ def make(env: Any, num_envs: int = 1, *, vectorization: str = "sync", **options:
 
             - ``"gymnasium/<id>"``: an environment of Gymnasium's registry
               (``"gymnasium/CartPole-v1"``, ``"gymnasium/HalfCheetah-v5"``);
+            - ``"ale/<Game>-v5"``: ALE's ``AtariVectorEnv`` (``rollax[atari]``), frames as
+              ``{"pixels/frames": (84, 84, 4)}``;
+            - ``"envpool/<Task>"``: an envpool pool (``rollax[envpool]``), its next-step
+              resets converted;
             - ``"package.module:Name"``: a ``gymnasium.Env`` class of an importable module,
               or a function returning a ``gymnasium.Env`` or a Gymnasium ``VectorEnv``;
             - such a class or function itself;
@@ -31,9 +35,11 @@ def make(env: Any, num_envs: int = 1, *, vectorization: str = "sync", **options:
         num_envs: How many copies of a ``gymnasium.Env`` to step; a ``VectorEnv`` brings its
             own number (``num_envs`` must then be 1 or equal to it).
         vectorization: ``"sync"`` (the copies step in this process) or ``"async"`` (each in
-            a worker process, for environments whose step is slow Python).
+            a worker process, for environments whose step is slow Python). ALE and envpool
+            step in threads of their own (their ``num_threads`` option): ``"sync"``.
         **options: Keyword arguments of the environment's constructor or function (of
-            ``gymnasium.make`` for an id).
+            ``gymnasium.make`` for an id, ``AtariVectorEnv`` for ALE, ``envpool.make`` for
+            envpool).
 
     Returns:
         A :class:`~rollax.host.HostEnv`.
@@ -60,9 +66,15 @@ def make(env: Any, num_envs: int = 1, *, vectorization: str = "sync", **options:
             f"rollax.host.make: vectorization must be one of {VECTORIZATIONS}, got "
             f"{vectorization!r}."
         )
+    if isinstance(env, str) and env.startswith(NATIVE):
+        return _native(env, num_envs, vectorization, options)
     if isinstance(env, gymnasium.vector.VectorEnv):
         if options:
             raise TypeError(f"rollax.host.make: a VectorEnv takes no options, got {options}.")
+        if type(env).__module__.startswith("ale_py"):  # ALE's seeds are one int
+            from rollax.host._native import AleHostEnv
+
+            return AleHostEnv(_sized(env, num_envs, type(env).__name__), type(env).__name__)
         return GymnasiumHostEnv(_sized(env, num_envs, type(env).__name__))
     name, factory = _factory(env, options)
     first = factory()
@@ -75,6 +87,33 @@ def make(env: Any, num_envs: int = 1, *, vectorization: str = "sync", **options:
         )
     first.close()
     return GymnasiumHostEnv(vector_env(factory, num_envs, name, vectorization), name)
+
+
+NATIVE = ("ale/", "envpool/")
+"""Id prefixes of the host libraries that step a batch in threads of their own."""
+
+
+def _native(env: str, num_envs: int, vectorization: str, options: dict[str, Any]) -> HostEnv:
+    """ALE's ``"ale/<Game>-v5"`` or envpool's ``"envpool/<Task>"`` (:mod:`rollax.host._native`)."""
+    library, package, extra = (
+        ("ALE", "ale_py", "atari") if env.startswith("ale/") else ("envpool", "envpool", "envpool")
+    )
+    if vectorization != "sync":
+        raise ValueError(
+            f"rollax.host.make({env!r}): {library} steps its batch in threads of its own; leave "
+            f"vectorization at 'sync' (got {vectorization!r}) and set its num_threads instead."
+        )
+    import importlib.util
+
+    if importlib.util.find_spec(package) is None:
+        raise ValueError(
+            f"rollax.host.make({env!r}) needs {library}: pip install 'rollax[{extra}]'."
+        )
+    from rollax.host._native import AleHostEnv, EnvpoolHostEnv
+
+    if env.startswith("ale/"):
+        return AleHostEnv.make(env, num_envs, **options)
+    return EnvpoolHostEnv(env.removeprefix("envpool/"), num_envs, **options)
 
 
 def _sized(env: Any, num_envs: int, name: str) -> Any:
