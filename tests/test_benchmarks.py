@@ -85,6 +85,15 @@ def test_ppo_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("sb3", "rliable")
+def test_host_benchmark_ends_with_json():
+    report = _report("host.py", "--tiny", timeout=900)
+    assert set(report["iqm_seconds"]) == {"rollax", "sb3"}
+    for runs in report["runs"].values():
+        assert len(runs) == 2 and all(run["seconds"] > 0 for run in runs)
+
+
+@pytest.mark.slow
 @pytest.mark.extra("flashbax")
 def test_buffers_benchmark_ends_with_json():
     args = "--num-envs 8 --repeats 1 --quick --kinds image"

@@ -179,3 +179,51 @@ def test_a_video_of_a_host_environment_comes_from_its_render(tmp_path):
     run = runs.load_run(run_dir)
     frames, again = record_episode(run.agent, run.state, jax.random.key(0))
     assert len(frames) == int(again) >= 8
+
+
+BREAKS = '''
+import gymnasium
+import numpy as np
+
+
+class Breaks(gymnasium.Env):
+    """Steps 40 times, then raises."""
+
+    observation_space = gymnasium.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self):
+        self.calls = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.calls += 1
+        if self.calls > 40:
+            raise RuntimeError("the simulator lost its connection")
+        return np.zeros(1, np.float32), 0.0, False, self.calls % 10 == 0, {}
+'''
+
+
+@pytest.mark.processes
+@pytest.mark.timeout(300)
+def test_an_environment_that_fails_mid_run_stops_it_and_keeps_the_last_checkpoint(
+    walk, monkeypatch
+):
+    cwd, env = walk
+    (cwd / "my_breaks.py").write_text(BREAKS)
+    args = [a if a != "my_walk:Walk" else "my_breaks:Breaks" for a in CLI]
+    failed = _rollax("train", "ppo", *args, "--total-steps", "256", "--env-options",
+                     "vectorization=async", cwd=cwd, env=env)  # fmt: skip
+    # 16 steps an iteration: the 41st step is in the third, after checkpoints 64 and 128.
+    assert failed.returncode == 4, failed.stderr
+    message = failed.stderr[failed.stderr.index("rollax train: ") :]
+    assert message.startswith("rollax train: my_breaks:Breaks, environment ")
+    assert "it raised RuntimeError: the simulator lost its connection" in message
+    assert 'my_breaks.py", line 22, in step' in message  # the environment's own traceback
+    assert "keeps its last complete checkpoint" in failed.stderr
+    assert sorted(p.name for p in (cwd / "run" / "checkpoints").iterdir()) == ["128", "64"]
+    monkeypatch.syspath_prepend(str(cwd))  # the user's module, for the run's agent here
+    assert int(runs.load_run(cwd / "run").state.env_steps) == 128

@@ -9,11 +9,13 @@ run's ``config.json``. ``plot`` overlays the learning curves of runs
 (:func:`rollax.runs.plot_runs`).
 
 Bad input (an unknown environment or algorithm, an inconsistent config, a run directory that
-does not fit) prints a message and exits with status 2; a run whose training diverged exits
-with status 3. In a multi-process run, ``train`` and ``resume`` train in a supervised child
-process (:mod:`rollax._supervisor`): when another process vanishes and JAX's runtime aborts
-this one, the command says which, names the last complete checkpoint and the ``rollax resume``
-commands, and exits with the child's status (134 for its SIGABRT).
+does not fit) prints a message and exits with status 2; a run whose training diverged exits with
+status 3, and one whose host environment failed (``rollax.host.HostEnvError``: it raised, its
+worker died, it returned what its spaces do not allow) with status 4. In a multi-process run,
+``train`` and ``resume`` train in a supervised child process (:mod:`rollax._supervisor`): when
+another process vanishes and JAX's runtime aborts this one, the command says which, names the
+last complete checkpoint and the ``rollax resume`` commands, and exits with the child's status
+(134 for its SIGABRT).
 """
 
 from __future__ import annotations
@@ -287,6 +289,7 @@ def parse_train_options(algo: str, options: list[str]) -> tuple[Any, Any, bool]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    from rollax.host import HostEnvError
     from rollax.runs import TrainingDiverged
 
     parser = build_parser()
@@ -309,6 +312,14 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingDiverged as e:
         print(f"rollax {args.command}: {e}", file=sys.stderr)
         return 3
+    except HostEnvError as e:  # a host environment failed: its message, not a trace
+        print(
+            f"rollax {args.command}: {e}\nThe environments are closed, and the run directory "
+            "keeps its last complete checkpoint: `rollax resume` continues from it once the "
+            "environment is fixed.",
+            file=sys.stderr,
+        )
+        return 4
 
 
 def offscreen_gl_for_mujoco() -> None:
