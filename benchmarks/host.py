@@ -20,6 +20,7 @@ The last line printed is one JSON object with every figure.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -30,14 +31,25 @@ from _harness import Parser, banner, emit, interval_estimates, ratio
 SOLVED = 475.0
 
 
-def rollax_seed(seed: int, total: int, chunk: int, episodes: int) -> dict[str, Any]:
-    """One rollax seed: seconds to 475 (compile included), steps, training throughput."""
+def rollax_seed(
+    seed: int, total: int, chunk: int, episodes: int, settings: str = "preset"
+) -> dict[str, Any]:
+    """One rollax seed: seconds to 475 (compile included), steps, training throughput.
+
+    ``settings``: rollax's CartPole-v1 preset, or ``"rl-zoo"``: SB3's settings (the clip range
+    not annealed: rollax's is a constant).
+    """
     import jax
 
-    from rollax.agents.ppo import PRESETS, make_ppo
+    from rollax.agents.ppo import PRESETS, PPOConfig, make_ppo
+
+    RL_ZOO = PPOConfig(
+        num_envs=8, num_steps=32, num_minibatches=1, num_epochs=20, gamma=0.98, gae_lambda=0.8,
+        learning_rate=2.5e-3, lr_schedule="linear", clip_eps=0.2, ent_coef=0.0,
+    )  # fmt: skip
 
     start = time.perf_counter()
-    config = PRESETS["CartPole-v1"].replace(total_steps=total)
+    config = (PRESETS["CartPole-v1"] if settings == "preset" else RL_ZOO).replace(total_steps=total)
     agent = make_ppo(config, "gymnasium/CartPole-v1")
     agent.warmup()
     state = agent.init(jax.random.key(seed))
@@ -127,13 +139,24 @@ def main() -> None:
         .tiny("two seeds of 8,192 steps: a smoke test")
     )
     args.add_argument("--chunk", type=int, default=8192, help="steps between evaluations")
+    args.add_argument("--rollax-settings", choices=("preset", "rl-zoo"), default="preset",
+                      help="rollax's CartPole-v1 preset, or SB3's rl-zoo settings")  # fmt: skip
+    args.add_argument("--compilation-cache", default=None,
+                      help="a directory for JAX's persistent compilation cache, filled by a "
+                      "first rollax run before the timed ones (default: none)")  # fmt: skip
     options = args.parse_args()
     if options.tiny:
         options.seeds, options.steps, options.chunk, options.episodes = 2, 8192, 4096, 2
     banner("PPO on Gymnasium's CartPole-v1 (host environments): time to 475, rollax and SB3")
+    rollax = functools.partial(rollax_seed, settings=options.rollax_settings)
+    if options.compilation_cache:
+        from _common import use_compilation_cache
+
+        use_compilation_cache(options.compilation_cache)
+        rollax(0, options.chunk, options.chunk, 1)  # fills the cache
     runs: dict[str, list[dict]] = {"rollax": [], "sb3": []}
     for seed in range(options.seeds):  # the libraries alternate, so drift hits both alike
-        for name, measure in (("rollax", rollax_seed), ("sb3", sb3_seed)):
+        for name, measure in (("rollax", rollax), ("sb3", sb3_seed)):
             run = measure(seed, options.steps, options.chunk, options.episodes)
             runs[name].append(run)
             line = f"{run['seconds']:6.1f} s, {run['steps']:7d} steps, solved {run['solved']}"
@@ -143,6 +166,8 @@ def main() -> None:
     seconds = {k: np.array([[r["seconds"]] for r in v]) for k, v in runs.items()}
     iqm = interval_estimates(seconds, metrics.aggregate_iqm, options.reps)
     report = {
+        "rollax_settings": options.rollax_settings,
+        "compilation_cache": bool(options.compilation_cache),
         "runs": runs,
         "iqm_seconds": iqm,
         "ratio_iqm_seconds": ratio(iqm["rollax"][0], iqm["sb3"][0]),
