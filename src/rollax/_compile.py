@@ -6,16 +6,17 @@ the top level; :func:`compile_events` counts the programs compiled meanwhile.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
 
-__all__ = ["CompileEvents", "FastCompile", "compile_events"]
+__all__ = ["CompileEvents", "FastCompile", "compile_events", "compile_side_by_side"]
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 """``jax.monitoring``'s event for each program XLA compiles (or reads from the persistent
@@ -119,3 +120,20 @@ def _compiler_options(cpu_level: int) -> dict[str, Any] | None:
     if jax.default_backend() != "cpu":
         return None
     return {"xla_backend_optimization_level": cpu_level}
+
+
+def compile_side_by_side(
+    jobs: Sequence[Callable[[], Any]], compiling: Callable[[int], Any] | None = None
+) -> int:
+    """Run ``jobs`` (each compiles one program) on one thread each; their number.
+
+    Tracing takes turns on Python's lock, but XLA compiles without it, so on a multi-core
+    machine the compilations overlap. ``compiling(n)`` is called first with their number (a
+    progress display); ``None``: nothing.
+    """
+    if compiling is not None:
+        compiling(len(jobs))
+    with concurrent.futures.ThreadPoolExecutor(max(len(jobs), 1)) as pool:
+        for future in [pool.submit(job) for job in jobs]:
+            future.result()
+    return len(jobs)

@@ -44,7 +44,7 @@ from rollax._struct import pytree_dataclass
 from rollax.agents._replay import replay_buffer, transition_example
 from rollax.buffers import BufferState, SequenceBuffer, Transition
 from rollax.envs import EnvParams, EnvState, VecEnv
-from rollax.host._members import MemberEnvs
+from rollax.host import MemberEnvs
 from rollax.networks import no_carry
 from rollax.ops import (
     normalize_observation,

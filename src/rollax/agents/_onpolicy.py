@@ -42,7 +42,7 @@ from rollax.agents._minibatches import (
 )
 from rollax.agents._onpolicy_config import OnPolicyConfig
 from rollax.envs import EnvParams, EnvState, VecEnv, at_most_once
-from rollax.host._members import MemberEnvs
+from rollax.host import MemberEnvs
 from rollax.ops import (
     normalize_observation,
     observation_stats,

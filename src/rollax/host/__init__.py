@@ -9,19 +9,27 @@ environment's first episode is seeded from one seed (:func:`episode_seeds`), and
 returns is checked against its declared spaces.
 
 :func:`make` builds one (a separate constructor from :func:`rollax.make`, which makes
-environments written in JAX).
+environments written in JAX). An agent's members (seeds, and each grid point's seeds) share
+one :class:`HostEnv`, each with rows of its own: :class:`MemberEnvs` is what an agent's
+driver sees of it (:func:`member_envs`, :func:`member_rows`).
 """
 
 from rollax.host._check import check_host_env, is_host_env
 from rollax.host._env import HostEnv, HostEnvError, episode_seeds
 from rollax.host._make import VECTORIZATIONS, make
+from rollax.host._members import HostParams, MemberEnvs, host_seed, member_envs, member_rows
 
 __all__ = [
     "VECTORIZATIONS",
     "HostEnv",
     "HostEnvError",
+    "HostParams",
+    "MemberEnvs",
     "check_host_env",
     "episode_seeds",
+    "host_seed",
     "is_host_env",
     "make",
+    "member_envs",
+    "member_rows",
 ]

@@ -74,7 +74,7 @@ class MemberEnvs:
 
     @property
     def num_members(self) -> int:
-        """Members whose environments :attr:`host` holds."""
+        """Members whose environments ``host`` holds."""
         return self.host.num_envs // self.num_envs
 
 

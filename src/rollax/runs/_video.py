@@ -11,7 +11,7 @@ import numpy as np
 
 from rollax._files import publish, temporary_path
 from rollax.envs import VecEnv
-from rollax.host._members import MemberEnvs, host_seed
+from rollax.host import MemberEnvs, host_seed
 from rollax.runs._run_dir import RunDirectory
 from rollax.spaces import is_image_key
 from rollax.training import Agent, params_for_batch

@@ -8,7 +8,6 @@ is data), ``evaluate`` and ``warmup``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax._compile import FastCompile
+from rollax._compile import FastCompile, compile_side_by_side
 from rollax.envs import VecEnv
 from rollax.training._agent import (
     Agent,
@@ -239,12 +238,7 @@ class _Composed:
         jobs += [
             functools.partial(lambda p: p.lower(state, key, flag).compile(), p) for p in programs
         ]
-        if compiling is not None:
-            compiling(len(jobs))
-        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
-            for future in [pool.submit(job) for job in jobs]:
-                future.result()
-        return len(jobs)
+        return compile_side_by_side(jobs, compiling)
 
     def with_budget(self, state: Any, total_steps: int) -> Any:
         """The pieces' ``with_budget``, its new state placed as the layout places a state.

@@ -99,7 +99,7 @@ def shard_env(who: str, config: Any, env: Any, *, host: bool = False, **make_opt
                 "train on host environments. Give it an environment "
                 "written in JAX (rollax envs lists them)."
             )
-        from rollax.host._members import member_envs
+        from rollax.host import member_envs
 
         return member_envs(who, config, env, **make_options)
     return training_env(

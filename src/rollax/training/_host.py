@@ -18,7 +18,6 @@ drawn from the checkpoint: two resumes of one checkpoint start the same episodes
 from __future__ import annotations
 
 import abc
-import concurrent.futures
 import dataclasses
 import functools
 import sys
@@ -29,7 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.host._members import HostParams, MemberEnvs, host_seed, member_rows
+from rollax._compile import compile_side_by_side
+from rollax.host import HostParams, MemberEnvs, host_seed, member_rows
 from rollax.training._agent import Agent, AgentPieces, ShardStart, check_budget, layout_for
 from rollax.training._compose import reduced_metrics, seed_policy
 from rollax.training._host_evaluate import host_evaluator
@@ -222,12 +222,7 @@ class HostLoop:
         ]
         if init:
             jobs.append(lambda: self.init_program.lower(key, hparams).compile())
-        if compiling is not None:
-            compiling(len(jobs))
-        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
-            for future in [pool.submit(job) for job in jobs]:
-                future.result()
-        return len(jobs)
+        return compile_side_by_side(jobs, compiling)
 
 
 def host_loop(

@@ -14,8 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.host import HostEnvError
-from rollax.host._members import host_seed
+from rollax.host import HostEnvError, host_seed
 from rollax.training._policy import Policy
 from rollax.types import PRNGKey
 
