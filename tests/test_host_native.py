@@ -105,3 +105,28 @@ def test_ppo_trains_on_atari_frames_from_envpool():
     state, metrics = agent.run(state, 32)
     assert int(metrics["env_steps"]) == 32 and int(metrics["episodes"][0]) == 4  # 16 steps each
     assert bool(metrics["finite"][0])
+
+
+@pytest.mark.extra("envpool")
+@pytest.mark.parametrize("algo", ["ppo", "pqn"])
+def test_the_atari_presets_read_the_nature_cnn_s_features_with_linear_heads(algo):
+    import jax
+
+    from rollax.runs import get_algorithm
+
+    algorithm = get_algorithm(algo)
+    config = algorithm.config_for("envpool/Breakout-v5")
+    assert config == algorithm.config_for("ale/Breakout-v5") and config.hidden_sizes == ()
+    agent = algorithm.make(config.replace(total_steps=config.batch_size), "envpool/Breakout-v5")
+    params = jax.eval_shape(agent.init, jax.random.key(0)).params["params"]
+    heads = {k: v["kernel"].shape[1:] for k, v in params.items() if not k.startswith("encoder")}
+    assert heads == ({"actor_head": (512, 4), "critic_head": (512, 1)} if algo == "ppo"
+                     else {"q": (512, 4)})  # fmt: skip
+
+
+def test_only_a_recurrent_network_needs_a_hidden_layer():
+    from rollax.agents.ppo import PPOConfig
+
+    PPOConfig(hidden_sizes=()).validate()
+    with pytest.raises(ValueError, match=r"hidden_sizes must be positive integers \(at least"):
+        PPOConfig(hidden_sizes=(), recurrent="gru").validate()

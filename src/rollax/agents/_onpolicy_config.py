@@ -53,7 +53,9 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
     CartPole, whose observations are already of order one and whose late, narrow state
     distribution would keep moving the statistics under a converged policy)."""
     hidden_sizes: tuple[int, ...] = (64, 64)
-    """Widths of the hidden layers of each network."""
+    """Widths of the hidden layers of each network. Empty for a feed-forward network: the
+    heads read the features directly (for images, the CNN's dense layer: CleanRL's Atari
+    network)."""
     activation: Activation = "tanh"
     """Activation of the hidden layers: tanh, relu, gelu or swish."""
     encoder_layer_norm: bool = False
@@ -149,7 +151,7 @@ class OnPolicyConfig(OptimizerConfig, ScaleConfig):
         )
         check_activation(self)
         check_fields(self, "non_negative_int", "shift_pad")
-        check_widths(self)
+        check_widths(self, allow_empty=self.recurrent == "none")
 
     def _validate_recurrent(self) -> None:
         name = type(self).__name__

@@ -18,13 +18,17 @@ from rollax.host._check import check_host_env, is_host_env
 from rollax.host._env import HostEnv, HostEnvError, episode_seeds
 from rollax.host._make import VECTORIZATIONS, make
 from rollax.host._members import HostParams, MemberEnvs, host_seed, member_envs, member_rows
+from rollax.host._native import ATARI_GAMES, MUJOCO_TASKS, atari_ids
 
 __all__ = [
+    "ATARI_GAMES",
+    "MUJOCO_TASKS",
     "VECTORIZATIONS",
     "HostEnv",
     "HostEnvError",
     "HostParams",
     "MemberEnvs",
+    "atari_ids",
     "check_host_env",
     "episode_seeds",
     "host_seed",

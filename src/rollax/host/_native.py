@@ -38,7 +38,31 @@ from rollax import spaces as rspaces
 from rollax.host._env import HostEnv, HostEnvError
 from rollax.host._gymnasium import GymnasiumHostEnv, from_gymnasium_space
 
-__all__ = ["FRAMES", "AleHostEnv", "EnvpoolHostEnv", "ale_game", "frames", "frames_space"]
+__all__ = [
+    "ATARI_GAMES",
+    "FRAMES",
+    "MUJOCO_TASKS",
+    "AleHostEnv",
+    "EnvpoolHostEnv",
+    "ale_game",
+    "atari_ids",
+    "frames",
+    "frames_space",
+]
+
+ATARI_GAMES = ("Alien", "Amidar", "Asterix", "BeamRider", "Breakout", "Enduro", "Freeway",
+               "MsPacman", "Pong", "Qbert", "Seaquest", "SpaceInvaders")  # fmt: skip
+"""The Atari games the agents' presets name (the usual benchmark subset)."""
+
+
+MUJOCO_TASKS = ("Ant", "HalfCheetah", "Hopper", "Walker2d")
+"""Gymnasium's MuJoCo tasks (``"gymnasium/<Task>-v5"``) the off-policy presets name."""
+
+
+def atari_ids(games: tuple[str, ...] = ATARI_GAMES) -> tuple[str, ...]:
+    """Each game's ids on the host: ``"ale/<Game>-v5"`` and ``"envpool/<Game>-v5"``."""
+    return tuple(f"{library}/{game}-v5" for game in games for library in ("ale", "envpool"))
+
 
 FRAMES = "pixels/frames"
 """The observation entry of Atari's stacked frames, ``(84, 84, 4)`` uint8 by default."""

@@ -62,12 +62,17 @@ def check_activation(config: Any, name: str = "activation") -> None:
         )
 
 
-def check_widths(config: Any, name: str = "hidden_sizes") -> None:
-    """Raise a ``ValueError`` unless the field is a non-empty tuple of positive integers."""
+def check_widths(config: Any, name: str = "hidden_sizes", allow_empty: bool = False) -> None:
+    """Raise a ``ValueError`` unless the field is a tuple of positive integers.
+
+    It must not be empty unless ``allow_empty`` (no hidden layer: the heads read their input
+    directly).
+    """
     value = getattr(config, name)
-    if not value or any(not _is_int(h) or h < 1 for h in value):
+    if (not value and not allow_empty) or any(not _is_int(h) or h < 1 for h in value):
+        some = "" if allow_empty else " (at least one)"
         raise ValueError(
-            f"{type(config).__name__}.{name} must be positive integers, got {value!r}."
+            f"{type(config).__name__}.{name} must be positive integers{some}, got {value!r}."
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from rollax.agents._onpolicy_config import OnPolicyConfig
+from rollax.host import atari_ids
 from rollax.training import OPTIMIZER_DATA, check_fields, with_defaults
 
 __all__ = ["PPOConfig", "PRESETS"]
@@ -162,6 +163,28 @@ scale. rollax estimates advantages over each environment's 480 steps where Brax 
 into unrolls of 30. Not trained on a CPU, where 60M of these steps take hours (see the
 Environments page); ``benchmarks/gpu.py --only playground`` trains it on a GPU."""
 
+_ATARI = PPOConfig(
+    num_envs=8,
+    num_steps=128,
+    total_steps=9_999_360,
+    num_epochs=4,
+    num_minibatches=4,
+    learning_rate=2.5e-4,
+    lr_schedule="linear",
+    gamma=0.99,
+    gae_lambda=0.95,
+    clip_eps=0.1,
+    clip_value=True,
+    ent_coef=0.01,
+    vf_coef=0.5,
+    max_grad_norm=0.5,
+    hidden_sizes=(),
+    activation="relu",
+)
+"""Atari (ALE's or envpool's frames): CleanRL's PPO settings and network (the Nature CNN and
+its dense 512, then linear heads), 10M steps (9,765 rollouts of 8 x 128). CleanRL's value
+clipping is rollax's ``clip_value`` with the same range."""
+
 PRESETS: dict[str, PPOConfig] = {
     "CartPole-v1": PPOConfig(),
     # The default entropy bonus: without it a seed can settle on a policy that never swings
@@ -258,5 +281,6 @@ PRESETS: dict[str, PPOConfig] = {
     # The heavy tasks, whose steps cost some 65 times CartpoleBalance's: a GPU's batch.
     "playground/WalkerWalk": _PLAYGROUND_GPU,
     "playground/CheetahRun": _PLAYGROUND_GPU,
+    **dict.fromkeys(atari_ids(), _ATARI),
 }
 """Per-environment defaults where CartPole's would not solve the task."""

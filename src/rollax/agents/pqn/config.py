@@ -6,6 +6,7 @@ import dataclasses
 
 from rollax.agents._exploration import EpsilonGreedyConfig
 from rollax.agents._onpolicy_config import OnPolicyConfig
+from rollax.host import atari_ids
 from rollax.training import OPTIMIZER_DATA, check_fields, with_defaults
 
 __all__ = ["PRESETS", "PQNConfig"]
@@ -107,10 +108,32 @@ learning rate, on the rollout of rollax's PPO preset for Craftax (256 environmen
 steps) with 2 epochs of 8 minibatches at lr 1e-3, lambda 0.8 and a 256 x 256 MLP with layer
 normalization (the Agents page, PQN, has what it and the alternatives tried reach)."""
 
+_ATARI = PQNConfig(
+    num_envs=128,
+    num_steps=32,
+    total_steps=9_998_336,
+    num_epochs=2,
+    num_minibatches=32,
+    learning_rate=2.5e-4,
+    max_grad_norm=10.0,
+    gamma=0.99,
+    td_lambda=0.65,
+    exploration_start=1.0,
+    exploration_end=0.001,
+    exploration_fraction=0.1,
+    hidden_sizes=(),
+    activation="relu",
+    encoder_layer_norm=True,
+)
+"""Atari (ALE's or envpool's frames): purejaxql's PQN settings (128 environments x 32 steps,
+2 epochs of 32 minibatches, lr 2.5e-4, lambda 0.65, epsilon 1 to 0.001 over a tenth), the
+Nature CNN normalized per layer and its dense 512, then the Q head; 10M steps."""
+
 PRESETS: dict[str, PQNConfig] = {
     "CartPole-v1": _CARTPOLE,
     "gymnax/Asterix-MinAtar": _MINATAR_CONV,
     "craftax/Craftax-Classic-Symbolic-v1": _CRAFTAX,
     **{f"gymnax/{game}-MinAtar": _MINATAR for game in ("Breakout", "Freeway", "SpaceInvaders")},
+    **dict.fromkeys(atari_ids(), _ATARI),
 }
 """Per-environment presets: CartPole's trains the defaults' task in half their time."""

@@ -9,6 +9,7 @@ from rollax.agents._offpolicy_config import (
     OffPolicyConfig,
     TwinCriticConfig,
 )
+from rollax.host import MUJOCO_TASKS
 from rollax.training import OPTIMIZER_DATA, check_fields
 
 __all__ = ["PRESETS", "SACConfig"]
@@ -56,6 +57,21 @@ _PLAYGROUND = SACConfig(
 )
 """MuJoCo Playground's DM Control tasks at a CPU's batch (PRESETS' docstring says why)."""
 
+_MUJOCO = SACConfig(
+    total_steps=1_000_000,
+    buffer_size=1_000_000,
+    learning_starts=10_000,
+    batch_size=256,
+    learning_rate=3e-4,
+    gamma=0.99,
+    tau=0.005,
+    hidden_sizes=(256, 256),
+    activation="relu",
+    normalize_obs=False,
+)
+"""Gymnasium's MuJoCo tasks on the host: rl-zoo's SAC settings (SB3's defaults with 10,000
+random steps first; one environment, one gradient step of 256 per step, automatic entropy)."""
+
 PRESETS: dict[str, SACConfig] = {
     "Pendulum-v1": SACConfig(),
     "MountainCarContinuous-v0": SACConfig(
@@ -75,6 +91,7 @@ PRESETS: dict[str, SACConfig] = {
     # 16 replayed samples per transition where Playground's make 32): it ties Brax's SAC in
     # under half its wall time (see the Environments page, "Training on Playground").
     "playground/ReacherEasy": _PLAYGROUND.replace(num_envs=32),
+    **{f"gymnasium/{task}-v5": _MUJOCO for task in MUJOCO_TASKS},
 }
 """Per-environment defaults. Pendulum's are rejax's settings for it. MountainCarContinuous's
 explore with correlated noise (0.95): with independent noise the policy learns to stand still.

@@ -9,6 +9,7 @@ from rollax.agents._offpolicy_config import (
     OffPolicyConfig,
     TwinCriticConfig,
 )
+from rollax.host import MUJOCO_TASKS
 from rollax.training import OPTIMIZER_DATA, check_fields, with_defaults
 
 __all__ = ["PRESETS", "TD3Config"]
@@ -73,6 +74,15 @@ step, CleanRL's learning rate, target rate and exploration noise, 64 x 64 networ
 _PLAYGROUND = _FASTTD3.replace(total_steps=262_144, buffer_size=262_144)
 """MuJoCo Playground's DM Control tasks: :data:`_FASTTD3` over 262,144 steps."""
 
+_MUJOCO = TD3Config(
+    total_steps=1_000_000, buffer_size=1_000_000, learning_starts=10_000, batch_size=256,
+    learning_rate=1e-3, gamma=0.99, tau=0.005, exploration_noise=0.1, policy_noise=0.2,
+    noise_clip=0.5, policy_delay=2, hidden_sizes=(400, 300), activation="relu",
+    normalize_obs=False,
+)  # fmt: skip
+"""Gymnasium's MuJoCo tasks on the host: rl-zoo's TD3 settings (SB3's defaults, 400 x 300
+networks, Gaussian exploration of 0.1, 10,000 random steps first)."""
+
 PRESETS: dict[str, TD3Config] = {
     "Pendulum-v1": TD3Config(),
     "MountainCarContinuous-v0": TD3Config(
@@ -82,6 +92,8 @@ PRESETS: dict[str, TD3Config] = {
     "brax/inverted_pendulum": _FASTTD3,
     "playground/CartpoleBalance": _PLAYGROUND,
     "playground/ReacherEasy": _PLAYGROUND,
+    **{f"gymnasium/{task}-v5": _MUJOCO for task in MUJOCO_TASKS},
 }  # fmt: skip
 """Per-environment defaults: rejax's for Pendulum, correlated noise for MountainCarContinuous,
-FastTD3's manner for the others. What each reaches: the Agents page, "Presets"."""
+rl-zoo's for Gymnasium's MuJoCo tasks on the host, FastTD3's manner for the others. What each
+reaches: the Agents page, "Presets"."""
