@@ -18,7 +18,7 @@ import pytest
 
 from rollax import runs
 from rollax._files import KILL_AFTER_WRITES
-from rollax.agents.ppo import PPOConfig
+from rollax.agents.ppo import PPOConfig, make_ppo
 from rollax.runs._run_dir import read_metrics
 from rollax.runs._video import record_episode
 
@@ -88,8 +88,6 @@ def test_ppo_trains_on_gymnasium_and_two_resumes_of_one_checkpoint_give_the_same
 
 
 def test_host_environments_take_no_env_params_and_one_shard(tmp_path):
-    from rollax.agents.ppo import make_ppo
-
     with pytest.raises(ValueError, match=r"--env-params for gymnasium/CartPole-v1: .*gravity"):
         runs.train(PPOConfig(**TINY, total_steps=64),
                    runs.RunConfig(env="gymnasium/CartPole-v1", env_params=("gravity=1.0",),
@@ -227,3 +225,23 @@ def test_an_environment_that_fails_mid_run_stops_it_and_keeps_the_last_checkpoin
     assert sorted(p.name for p in (cwd / "run" / "checkpoints").iterdir()) == ["128", "64"]
     monkeypatch.syspath_prepend(str(cwd))  # the user's module, for the run's agent here
     assert int(runs.load_run(cwd / "run").state.env_steps) == 128
+
+
+def test_recurrent_agents_and_sweeps_train_on_host_environments_each_member_on_its_own():
+    from rollax.agents.dqn import DQNConfig, make_dqn
+
+    sweep = PPOConfig(num_envs=4, num_steps=16, recurrent="gru", cell_size=16, hidden_sizes=(16,),
+                      total_steps=128, num_seeds=2, sweep=("learning_rate=1e-3,3e-3",))  # fmt: skip
+    agent = make_ppo(sweep, "gymnasium/CartPole-v1")
+    assert agent.num_seeds == 4 and agent.env.host.num_envs == 16  # 4 members x 4 environments
+    state, metrics = agent.run(agent.init(jax.random.key(0)), 128)
+    assert metrics["episode_return"].shape == (4,) and bool(metrics["finite"].all())
+    # The members' learning rates differ, so their parameters do.
+    kernels = jax.tree.leaves(state.params)[0]
+    assert not np.allclose(kernels[0], kernels[2])
+    assert agent.evaluate(state, jax.random.key(1), 2).shape == (4, 2)
+    r2d2 = DQNConfig(num_envs=4, recurrent="gru", cell_size=16, hidden_sizes=(16,), total_steps=400,
+                     learning_starts=200, buffer_size=400, sequence_length=8)  # fmt: skip
+    dqn = make_dqn(r2d2, "gymnasium/CartPole-v1")
+    state, metrics = dqn.run(dqn.init(jax.random.key(0)), 400)
+    assert int(metrics["env_steps"]) == 400 and int(state.updates) > 0
