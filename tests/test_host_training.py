@@ -125,6 +125,9 @@ def test_a_user_s_python_environment_trains_and_resumes_from_the_command_line(wa
     assert resumed.returncode == 0, resumed.stderr
     assert [int(row["env_steps"]) for row in _rows(cwd / "run")] == [64, 128, 192]
     assert "episodes running at the checkpoint (step 128) restart from seeds" in resumed.stderr
+    # The metrics mark the break: the 4 episodes cut at the resume, in the row after it.
+    restarted = [float(row["restarted_episodes"]) for row in _rows(cwd / "run")]
+    assert restarted == [0.0, 0.0, 4.0]
     assert json.loads((cwd / "run" / "eval.json").read_text())["env_steps"] == 192
 
 

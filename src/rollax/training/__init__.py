@@ -38,7 +38,13 @@ from rollax.training._compose import build_agent
 from rollax.training._config import ConfigError, config_to_json, decode_config, with_defaults
 from rollax.training._envs import shard_env, training_env
 from rollax.training._evaluate import make_evaluator, params_for_batch
-from rollax.training._host import HostIteration, HostLoop, build_host_agent, host_loop
+from rollax.training._host import (
+    RESTARTED,
+    HostIteration,
+    HostLoop,
+    build_host_agent,
+    host_loop,
+)
 from rollax.training._layout import (
     ENV_PARAMS,
     SEED,
@@ -74,6 +80,7 @@ __all__ = [
     "EPISODE_METRICS",
     "OPTIMIZERS",
     "OPTIMIZER_DATA",
+    "RESTARTED",
     "SCHEDULES",
     "SEED",
     "SHARD",

@@ -12,7 +12,9 @@ Every member has a shard of its own (``num_shards`` is 1) and the members sit on
 the state's environments (``env_state``) are ``()``, since the host holds them, and its
 environment params an empty :class:`~rollax.host.HostParams`. A Gymnasium environment's state
 cannot be saved, so a restored state restarts the episodes that were running, from seeds
-drawn from the checkpoint: two resumes of one checkpoint start the same episodes.
+drawn from the checkpoint: two resumes of one checkpoint start the same episodes. The metric
+:data:`RESTARTED` marks the break: the first ``run`` after a restore reports the episodes it
+cut (``num_envs`` per member), every other ``run`` 0.
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ from rollax.training._host_evaluate import host_evaluator
 from rollax.training._layout import SEED, SHARED, Layout
 from rollax.types import PRNGKey
 
-__all__ = ["HostIteration", "HostLoop", "build_host_agent", "host_loop"]
+__all__ = ["RESTARTED", "HostIteration", "HostLoop", "build_host_agent", "host_loop"]
+
+
+RESTARTED = "restarted_episodes"
+"""The metric of a host agent that marks a restore: the episodes of each member that were
+running at the checkpoint and restarted (``num_envs``) in the first ``run`` after it, else 0."""
 
 
 class HostIteration(abc.ABC):
@@ -77,6 +84,8 @@ class HostLoop:
     pieces: AgentPieces
     layout: Layout
     initial_carry: Callable[[int], Any]
+    restarted: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Episodes per member cut by a restore, until the next ``run`` reports them."""
 
     @property
     def members(self) -> int:
@@ -171,6 +180,7 @@ class HostLoop:
         """
         state = (self.pieces.from_checkpoint or (lambda s: s))(saved)
         key = jax.random.fold_in(state.key[0, 0], state.env_steps)
+        self.restarted[RESTARTED] = self.envs.num_envs
         print(
             f"rollax: {self.envs.env_id} steps on the host, where its environments' state "
             f"cannot be saved: the {self.envs.host.num_envs} episodes running at the "
@@ -202,7 +212,10 @@ class HostLoop:
         totals = self.zero_totals()
         for _ in range(iterations):
             state, totals = iteration.iterate(state, totals)
-        return state, self.reduce_program(totals, state)
+        metrics = dict(self.reduce_program(totals, state))
+        cut = self.restarted.pop(RESTARTED, 0)
+        metrics[RESTARTED] = jnp.full((self.members,), cut, jnp.float32)
+        return state, metrics
 
     def warmup(
         self, iteration: HostIteration, evaluations: Sequence[int] = (), env_params: Any = None,
@@ -281,7 +294,7 @@ def build_host_agent(
         run=functools.partial(loop.run, iteration),
         evaluate=host_evaluator(envs.remake, envs.env_id, policy, layout.num_seeds),
         policy=policy,
-        metric_names=tuple(pieces.metric_names),
+        metric_names=(*pieces.metric_names, RESTARTED),
         steps_per_iteration=int(pieces.steps_per_iteration),
         with_budget=pieces.with_budget,
         warmup=functools.partial(loop.warmup, iteration),
