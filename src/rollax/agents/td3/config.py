@@ -76,12 +76,10 @@ _PLAYGROUND = _FASTTD3.replace(total_steps=262_144, buffer_size=262_144)
 
 _MUJOCO = TD3Config(
     total_steps=1_000_000, buffer_size=1_000_000, learning_starts=10_000, batch_size=256,
-    learning_rate=1e-3, gamma=0.99, tau=0.005, exploration_noise=0.1, policy_noise=0.2,
-    noise_clip=0.5, policy_delay=2, hidden_sizes=(400, 300), activation="relu",
-    normalize_obs=False,
+    learning_rate=1e-3, tau=0.005, exploration_noise=0.1, hidden_sizes=(400, 300),
+    activation="relu", normalize_obs=False,
 )  # fmt: skip
-"""Gymnasium's MuJoCo tasks on the host: rl-zoo's TD3 settings (SB3's defaults, 400 x 300
-networks, Gaussian exploration of 0.1, 10,000 random steps first)."""
+"""Gymnasium's MuJoCo tasks on the host: rl-zoo's TD3 settings (SB3's defaults)."""
 
 PRESETS: dict[str, TD3Config] = {
     "Pendulum-v1": TD3Config(),
