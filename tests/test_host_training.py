@@ -248,3 +248,14 @@ def test_recurrent_agents_and_sweeps_train_on_host_environments_each_member_on_i
     dqn = make_dqn(r2d2, "gymnasium/CartPole-v1")
     state, metrics = dqn.run(dqn.init(jax.random.key(0)), 400)
     assert int(metrics["env_steps"]) == 400 and int(state.updates) > 0
+
+
+def test_a_run_s_host_episodes_follow_its_key_and_each_member_has_its_own():
+    agent = make_ppo(PPOConfig(**TINY, total_steps=64), "gymnasium/CartPole-v1")
+    first = np.asarray(agent.init(jax.random.key(0)).obs)  # (members, 1, num_envs, 4)
+    again = np.asarray(agent.init(jax.random.key(0)).obs)
+    other = np.asarray(agent.init(jax.random.key(1)).obs)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    rows = first.reshape(-1, 4)
+    assert len(np.unique(rows, axis=0)) == len(rows)  # every environment its own episode
