@@ -96,6 +96,17 @@ def test_host_environments_take_no_env_params_and_one_shard(tmp_path):
         make_ppo(PPOConfig(**TINY, frame_stack=4), "gymnasium/CartPole-v1")
 
 
+def test_the_acting_settings_are_checked_before_anything_compiles():
+    with pytest.raises(ValueError, match=r"PPOConfig.acting_lag must be 0 or 1, got 2"):
+        make_ppo(PPOConfig(**TINY, acting_lag=2), "gymnasium/CartPole-v1")
+    with pytest.raises(ValueError, match=r"actor_device must be an index .* got 'gpu 1'"):
+        make_ppo(PPOConfig(**TINY, actor_device="gpu 1"), "gymnasium/CartPole-v1")
+    with pytest.raises(ValueError, match=r"make_ppo: PPOConfig.actor_device='7' names no device"):
+        make_ppo(PPOConfig(**TINY, actor_device="7"), "gymnasium/CartPole-v1")
+    with pytest.raises(ValueError, match=r"acting_lag=1 .* environments written in JAX step"):
+        make_ppo(PPOConfig(**TINY, acting_lag=1), "CartPole-v1")
+
+
 def _rollax(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rollax", *args], cwd=cwd, env=env,
                           capture_output=True, text=True)  # fmt: skip
@@ -259,3 +270,31 @@ def test_a_run_s_host_episodes_follow_its_key_and_each_member_has_its_own():
     assert not np.array_equal(first, other)
     rows = first.reshape(-1, 4)
     assert len(np.unique(rows, axis=0)) == len(rows)  # every environment its own episode
+
+
+@pytest.mark.processes
+@pytest.mark.timeout(600)
+def test_acting_apart_from_the_learner_and_a_step_behind_it():
+    """PPO and SAC on 2 CPU devices (tests/_acting_check.py): where acting runs changes no
+    bit, and acting_lag=1 acts with the parameters from before the update beside it."""
+    from _xla import host_devices
+
+    script = Path(__file__).with_name("_acting_check.py")
+    env = host_devices({**os.environ, "JAX_PLATFORMS": "cpu"}, 2)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for name, r in results.items():
+        sync, lag = r["sync"], r["lag"]
+        for setting, device in [("sync", "cpu:0"), ("sync_apart", "cpu:1"), ("lag_apart", "cpu:1")]:
+            assert all(devices == [device] for _, devices in r[setting]["acted"]), (name, setting)
+        assert r["sync_apart"]["state"] == sync["state"], name
+        assert r["lag_apart"]["state"] == lag["state"], name
+        # Synchronous: every rollout acts with the last update's parameters.
+        assert [a for a, _ in sync["acted"]] == [sync["initial"], *sync["updated"][:-1]], name
+        # A step behind: with those from before the last update (the one running beside it);
+        # each run call (3 iterations here) starts from the latest and ends with its update.
+        u = lag["updated"]
+        expected = [lag["initial"], lag["initial"], u[0], u[2], u[2], u[3]]
+        assert [a for a, _ in lag["acted"]] == expected, name
+        assert len(set(u)) == len(u) and lag["state"] != sync["state"], name

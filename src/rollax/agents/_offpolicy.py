@@ -316,6 +316,8 @@ def store(
 ) -> tuple[OffPolicyState, tuple[jax.Array, jax.Array]]:  # fmt: skip
     """What follows the environments' step: the transitions stored, the state advanced.
 
+    :func:`stored_transition` added to the replay, and :func:`advance`.
+
     Args:
         driver: The agent's driver.
         state: The state :func:`explore` acted in.
@@ -330,10 +332,19 @@ def store(
     Returns:
         The state and the step's ended episodes and the sum of their returns.
     """
-    config = driver.config
-    # A recurrent learner replays from the carry that met this observation.
+    transition = stored_transition(state, action, carry, ts)
+    state, episodes = advance(driver, state, action, exploration, carry, key, ts, env_state)
+    return state.replace(buffer=driver.buffer.add(state.buffer, transition)), episodes
+
+
+def stored_transition(state: OffPolicyState, action: jax.Array, carry: Any, ts: Any) -> Transition:
+    """The replay's :class:`~rollax.buffers.Transition` of one step from ``state``.
+
+    ``carry`` is the carry after the step: a recurrent learner (one with a carry) replays
+    from the carry that met the observation, so ``first`` and the state's carry are kept.
+    """
     memory = {"first": state.first, "carry": state.carry} if jax.tree.leaves(carry) else {}
-    transition = Transition(
+    return Transition(
         obs=state.obs,
         action=action,
         reward=ts.reward,
@@ -342,6 +353,19 @@ def store(
         next_obs=ts.final_obs,
         **memory,
     )
+
+
+def advance(
+    driver: OffPolicyDriver, state: OffPolicyState, action: jax.Array, exploration: Any,
+    carry: Any, key: PRNGKey, ts: Any, env_state: Any,
+) -> tuple[OffPolicyState, tuple[jax.Array, jax.Array]]:  # fmt: skip
+    """All that :func:`store` changes but the replay: observations, statistics, counters.
+
+    What acting apart from the learner keeps (arguments as :func:`store`'s): the replay is
+    the learner's, and :data:`ADVANCED` names the fields this changes.
+    """
+    del action
+    config = driver.config
     stats = state.obs_stats
     if config.normalize_obs:
         step = driver.gradient_step
@@ -353,7 +377,6 @@ def store(
     )
     state = state.replace(
         exploration=exploration,
-        buffer=driver.buffer.add(state.buffer, transition),
         obs_stats=stats,
         env_state=env_state,
         obs=ts.obs,
@@ -363,6 +386,10 @@ def store(
         env_steps=state.env_steps + config.num_envs,
     )
     return state, episodes
+
+
+ADVANCED = ("exploration", "obs_stats", "env_state", "obs", "first", "carry", "key", "env_steps")
+"""The fields of :class:`OffPolicyState` that :func:`advance` changes."""
 
 
 def act_and_store(

@@ -9,7 +9,10 @@ Each iteration is ``num_steps`` steps, each of them:
 
 then one compiled program stacks the steps, and does
 :func:`~rollax.agents.onpolicy.bootstrap` and :func:`~rollax.agents.onpolicy.learn`, as the
-iteration inside a program does after its rollout. The rest (members, starts, checkpoints,
+iteration inside a program does after its rollout. The rollout acts with the state less its
+optimizer's (its parameters, statistics, hyperparameters and counters); with ``acting_lag=1``
+those trail the learner's by one update, and the batch is bootstrapped with the parameters
+that collected it, so its values all come from one policy. The rest (members, starts, checkpoints,
 evaluation) is the training layer's host composition (:mod:`rollax.training._host`).
 """
 
@@ -31,7 +34,7 @@ from rollax.agents._onpolicy import (
     learn,
     policy_step,
 )
-from rollax.training import SHARD, HostIteration, HostLoop
+from rollax.training import SHARD, HostIteration, HostLoop, apart_from_acting
 from rollax.types import PRNGKey
 
 __all__ = ["OnPolicyHostIteration"]
@@ -52,8 +55,9 @@ class OnPolicyHostIteration(HostIteration):
         self._final = loop.mapped(
             functools.partial(final_value, driver), (layout, SHARD, SHARD, SHARD), SHARD
         )
-        self._finish = loop.mapped(self._learn, (layout, SHARD, SHARD), (layout, SHARD))
+        self._finish = loop.mapped(self._learn, (layout, layout, SHARD, SHARD), (layout, SHARD))
         self._bootstrapped = loop.mapped(self._bootstrap, (layout, SHARD), SHARD)
+        self._lagged = loop.config.acting_lag > 0
 
     # One member's programs.
 
@@ -63,16 +67,29 @@ class OnPolicyHostIteration(HostIteration):
         )
         return key, carry, action, extras, self.driver.learner.value(outputs)
 
-    def _bootstrap(self, state: OnPolicyState, steps: tuple[Rollout, ...]) -> Rollout:
+    def _bootstrap(self, acted: OnPolicyState, steps: tuple[Rollout, ...]) -> Rollout:
         records = jax.tree.map(lambda *xs: jnp.stack(xs), *steps)
-        return bootstrap(self.driver, state, records, state.obs, state.carry, state.first)
+        return bootstrap(self.driver, acted, records, acted.obs, acted.carry, acted.first)
 
-    def _learn(self, state: OnPolicyState, steps: tuple[Rollout, ...], totals: dict) -> tuple:
-        state, metrics = learn(self.driver, state, self._bootstrap(state, steps))
+    def _learn(
+        self, state: OnPolicyState, acted: OnPolicyState, steps: tuple[Rollout, ...], totals: dict
+    ) -> tuple:  # fmt: skip
+        data = self._bootstrap(acted.replace(obs=state.obs, carry=state.carry, first=state.first),
+                               steps)  # fmt: skip
+        learned = functools.partial(learn, self.driver, data=data)
+        state, metrics = apart_from_acting(learned, state) if self._lagged else learned(state)
         added = {**metrics, "learned": jnp.ones((), jnp.float32)}
         return state, jax.tree.map(jnp.add, totals, added)
 
     # Every member's steps.
+
+    def acting_state(self, state: OnPolicyState) -> OnPolicyState:
+        """``state`` without the optimizer's state."""
+        return state.replace(opt_state=())
+
+    def advanced(self, acting: OnPolicyState) -> dict:
+        """The observations, ``first``, carry and key a rollout advances."""
+        return {"obs": acting.obs, "first": acting.first, "carry": acting.carry, "key": acting.key}
 
     def rollout(self, state: OnPolicyState) -> tuple[OnPolicyState, tuple[Rollout, ...]]:
         """``num_steps`` steps of every member's host environments, not yet bootstrapped.
@@ -110,14 +127,16 @@ class OnPolicyHostIteration(HostIteration):
             obs, first = jax.tree.map(jnp.asarray, rows(ts.obs)), jnp.asarray(rows(done))
         return state.replace(obs=obs, first=first, carry=carry, key=key), tuple(records)
 
-    def iterate(self, state: OnPolicyState, totals: dict) -> tuple[OnPolicyState, dict]:
-        """One rollout of every member and the update from it."""
-        state, steps = self.rollout(state)
-        return self._finish(state, steps, totals)
+    def update(
+        self, state: OnPolicyState, acted: OnPolicyState, batch: tuple, totals: dict
+    ) -> tuple[OnPolicyState, dict]:  # fmt: skip
+        """The rollout bootstrapped with the parameters that acted, and the update from it."""
+        return self._finish(state, acted, batch, totals)
 
     def collect(self, state: OnPolicyState) -> tuple[OnPolicyState, Rollout]:
         """One rollout without an update: leaves ``(num_steps, members * num_envs, ...)``."""
-        state, steps = self.rollout(state)
+        end, steps = self.rollout(self.acting_state(state))
+        state = state.replace(**self.advanced(end))
         records = self._bootstrapped(state, steps)
         t = self.driver.config.num_steps
         return state, jax.tree.map(
@@ -126,13 +145,14 @@ class OnPolicyHostIteration(HostIteration):
 
     def compile_jobs(self, state: OnPolicyState, totals: dict) -> list:
         """The policy step, the final value and the update, for a state of these shapes."""
-        act_args = (state, state.obs, state.first, state.carry, state.key)
+        acting = self.acting_state(state)
+        act_args = (acting, state.obs, state.first, state.carry, state.key)
         act_out = jax.eval_shape(self._act, *act_args)
         steps = jax.eval_shape(functools.partial(self._steps_like, act_out), state)
         return [
             lambda: self._act.lower(*act_args).compile(),
-            lambda: self._final.lower(state, state.obs, act_out[1], state.first).compile(),
-            lambda: self._finish.lower(state, steps, totals).compile(),
+            lambda: self._final.lower(acting, state.obs, act_out[1], state.first).compile(),
+            lambda: self._finish.lower(state, acting, steps, totals).compile(),
         ]
 
     def _steps_like(self, act_out: tuple, state: OnPolicyState) -> tuple[Rollout, ...]:

@@ -42,6 +42,7 @@ from rollax.training._host import (
     RESTARTED,
     HostIteration,
     HostLoop,
+    apart_from_acting,
     build_host_agent,
     host_loop,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "ConfigError",
     "GradientStep",
     "HostIteration",
+    "apart_from_acting",
     "HostLoop",
     "Layout",
     "Optimizer",

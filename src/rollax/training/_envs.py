@@ -87,7 +87,8 @@ def shard_env(who: str, config: Any, env: Any, *, host: bool = False, **make_opt
         A ``VecEnv``, or for a host environment a ``rollax.host`` ``MemberEnvs``.
 
     Raises:
-        ValueError: a host environment for an agent that does not train on them.
+        ValueError: a host environment for an agent that does not train on them, or
+            ``acting_lag`` or ``actor_device`` set for an environment written in JAX.
     """
     from rollax.host import HostEnv, is_host_env
 
@@ -102,6 +103,14 @@ def shard_env(who: str, config: Any, env: Any, *, host: bool = False, **make_opt
         from rollax.host import member_envs
 
         return member_envs(who, config, env, **make_options)
+    apart = {k: getattr(config, k, None) for k in ("acting_lag", "actor_device")}
+    if apart["acting_lag"] or apart["actor_device"] is not None:
+        raise ValueError(
+            f"{who}: acting_lag={apart['acting_lag']!r} and actor_device="
+            f"{apart['actor_device']!r} set how environments that step on the host act beside "
+            "the learner; environments written in JAX step inside the learner's program. "
+            "Leave them at 0 and None."
+        )
     return training_env(
         who,
         env,

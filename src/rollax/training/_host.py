@@ -35,10 +35,17 @@ from rollax.host import HostParams, MemberEnvs, host_seed, member_rows
 from rollax.training._agent import Agent, AgentPieces, ShardStart, check_budget, layout_for
 from rollax.training._compose import reduced_metrics, seed_policy
 from rollax.training._host_evaluate import host_evaluator
-from rollax.training._layout import SEED, SHARED, Layout
+from rollax.training._layout import SEED, SHARED, Layout, find_device
 from rollax.types import PRNGKey
 
-__all__ = ["RESTARTED", "HostIteration", "HostLoop", "build_host_agent", "host_loop"]
+__all__ = [
+    "RESTARTED",
+    "HostIteration",
+    "HostLoop",
+    "apart_from_acting",
+    "build_host_agent",
+    "host_loop",
+]
 
 
 RESTARTED = "restarted_episodes"
@@ -47,23 +54,61 @@ running at the checkpoint and restarted (``num_envs``) in the first ``run`` afte
 
 
 class HostIteration(abc.ABC):
-    """One iteration of a driver on host environments: what replaces the pieces' ``iteration``.
+    """One iteration of a driver on host environments, in two halves that can run apart.
 
-    Built on a :class:`HostLoop` (its members, layout and ``mapped`` programs).
+    :meth:`rollout` acts: it steps every member's environments with the programs of an
+    *acting state* (:meth:`acting_state`: the part of the state acting reads), on the
+    actor's device. :meth:`update` learns from what it collected, on the learner's. The
+    loop (:meth:`HostLoop.run`) runs them one after the other, or, with ``acting_lag=1``,
+    the next rollout beside the update. Built on a :class:`HostLoop` (its members, layout
+    and ``mapped`` programs).
     """
 
     @abc.abstractmethod
-    def iterate(self, state: Any, totals: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """``steps_per_iteration`` steps of every member's environments and their learning.
+    def acting_state(self, state: Any) -> Any:
+        """``state`` without what only the learner reads (the optimizer's state, the replay)."""
 
-        ``totals`` holds every member's sums ``(members, 1)`` of the iteration metrics (as
+    @abc.abstractmethod
+    def rollout(self, acting: Any) -> tuple[Any, Any]:
+        """One iteration's steps of every member's environments, acting with ``acting``.
+
+        Returns the acting state advanced (its :meth:`advanced` fields) and the batch the
+        update takes.
+        """
+
+    @abc.abstractmethod
+    def advanced(self, acting: Any) -> dict[str, Any]:
+        """The fields a rollout advances (observations, carry, key...), from its result."""
+
+    @abc.abstractmethod
+    def update(self, state: Any, acted: Any, batch: Any, totals: dict) -> tuple[Any, dict]:
+        """Learning from a rollout's ``batch``, compiled: the state and ``totals`` after it.
+
+        ``state`` holds the rollout's :meth:`advanced` fields, ``acted`` is the acting state
+        that collected the batch (its parameters bootstrap an on-policy batch), and
+        ``totals`` every member's sums ``(members, 1)`` of the iteration metrics (as
         :data:`~rollax.training.EPISODE_METRICS`, ``learned`` and the agent's own, each
-        counted only where ``learned``); the iteration adds its own.
+        counted only where ``learned``), to which the update adds its own.
         """
 
     @abc.abstractmethod
     def compile_jobs(self, state: Any, totals: dict[str, Any]) -> list[Callable[[], Any]]:
         """Functions that each compile one of its programs for a state of these shapes."""
+
+
+def apart_from_acting(learn: Callable[[Any], tuple[Any, Any]], state: Any) -> tuple[Any, Any]:
+    """``learn(state)`` with randomness of its own: one member's update beside a rollout.
+
+    With ``acting_lag=1`` the next rollout starts from the key the last one ended with,
+    before the update beside it ends. So the update draws from that key folded with a
+    constant of its own, and leaves the key to acting.
+    """
+    out, metrics = learn(state.replace(key=jax.random.fold_in(state.key, _LEARNER_STREAM)))
+    return out.replace(key=state.key), metrics
+
+
+_LEARNER_STREAM = 0x6C6561
+"""The constant an update beside a rollout folds into the key (not one that ``split`` uses)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -77,6 +122,7 @@ class HostLoop:
         layout: Members on one device, one shard each.
         initial_carry: ``batch -> carry`` of the network at an episode's start (``()`` for
             a feed-forward one).
+        actor: The device acting runs on apart from the learner's (``None``: the same).
     """
 
     config: Any
@@ -84,6 +130,8 @@ class HostLoop:
     pieces: AgentPieces
     layout: Layout
     initial_carry: Callable[[int], Any]
+    actor: jax.Device | None = None
+    """The device acting runs on apart from the learner's (``None``: the learner's)."""
     restarted: dict[str, int] = dataclasses.field(default_factory=dict)
     """Episodes per member cut by a restore, until the next ``run`` reports them."""
 
@@ -205,17 +253,40 @@ class HostLoop:
         return jax.jit(lambda totals, state: reduced_metrics(totals, state, names, self.members))
 
     def run(self, iteration: HostIteration, state: Any, num_steps: int) -> tuple[Any, dict]:
-        """Exactly ``num_steps`` environment steps per member (see :class:`Agent`)."""
+        """Exactly ``num_steps`` environment steps per member (see :class:`Agent`).
+
+        Each iteration is a rollout, then the update from it. With ``acting_lag=1`` the
+        rollout of iteration ``i + 1`` runs beside the update of iteration ``i``, acting with
+        the parameters from before that update; the last update ends the call.
+        """
         iterations = check_budget(
             num_steps, self.pieces.steps_per_iteration, "num_steps", self.pieces.unit_name
         )
+        lagged = self.config.acting_lag > 0
         totals = self.zero_totals()
-        for _ in range(iterations):
-            state, totals = iteration.iterate(state, totals)
+        acting = iteration.acting_state(state)
+        for i in range(iterations):
+            end, batch = iteration.rollout(self._to_actor(acting))
+            end, batch = self._to_learner((end, batch))
+            advanced = iteration.advanced(end)
+            before = state
+            state, totals = iteration.update(state.replace(**advanced), acting, batch, totals)
+            if i + 1 < iterations and lagged:  # the parameters before the update, ready now
+                acting = iteration.acting_state(before).replace(**advanced)
+            elif i + 1 < iterations:
+                acting = iteration.acting_state(state)
         metrics = dict(self.reduce_program(totals, state))
         cut = self.restarted.pop(RESTARTED, 0)
         metrics[RESTARTED] = jnp.full((self.members,), cut, jnp.float32)
         return state, metrics
+
+    def _to_actor(self, tree: Any) -> Any:
+        """``tree`` on the actor's device (where it has one of its own)."""
+        return tree if self.actor is None else jax.device_put(tree, self.actor)
+
+    def _to_learner(self, tree: Any) -> Any:
+        """``tree`` on the learner's device (where the actor has one of its own)."""
+        return tree if self.actor is None else jax.device_put(tree, jax.devices()[0])
 
     def warmup(
         self, iteration: HostIteration, evaluations: Sequence[int] = (), env_params: Any = None,
@@ -256,7 +327,8 @@ def host_loop(
         initial_carry: ``batch -> carry`` of the network at an episode's start.
 
     Raises:
-        ValueError: a layout over several devices (host environments train on one).
+        ValueError: a layout over several devices (host environments train on one), or an
+            ``actor_device`` that JAX does not see.
     """
     config = config.with_shards()
     layout = layout_for(config)
@@ -265,7 +337,11 @@ def host_loop(
             f"make_{name}: {envs.env_id} steps on the host, and its agents train on one "
             f"device; got devices={config.devices!r}. Set devices=1."
         )
-    return HostLoop(config, envs, pieces, layout, initial_carry)
+    who = f"make_{name}: {type(config).__name__}.actor_device"
+    actor = None if config.actor_device is None else find_device(config.actor_device, who)
+    if actor == jax.devices()[0]:
+        actor = None
+    return HostLoop(config, envs, pieces, layout, initial_carry, actor)
 
 
 def build_host_agent(

@@ -84,6 +84,42 @@ def resolve_devices(devices: int | str, who: str = "devices") -> int:
     return devices
 
 
+def parse_device(spec: str, who: str = "actor_device") -> tuple[str | None, int]:
+    """``spec``'s platform (``None``: any) and index: ``"1"`` or ``"cpu:0"``, checked for form.
+
+    Raises:
+        ValueError: ``spec`` is neither an index nor ``PLATFORM:INDEX``.
+    """
+    platform, _, index = spec.rpartition(":")
+    if not index.isdigit() or (":" in spec and not platform.isidentifier()):
+        raise ValueError(
+            f"{who} must be an index into jax.devices() such as '1', or a platform and index "
+            f"such as 'cpu:0', got {spec!r}."
+        )
+    return platform or None, int(index)
+
+
+def find_device(spec: str, who: str = "actor_device") -> jax.Device:
+    """The device ``spec`` names (see :func:`parse_device`).
+
+    Raises:
+        ValueError: a malformed ``spec``, or one that names a device JAX does not see.
+    """
+    platform, index = parse_device(spec, who)
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError:
+        devices = []
+    if index >= len(devices):
+        seen = ", ".join(f"{d.platform}:{d.id}" for d in jax.devices())
+        raise ValueError(
+            f"{who}={spec!r} names no device JAX sees ({seen}); on a CPU, more devices come "
+            "from XLA_FLAGS=--xla_force_host_platform_device_count=N (the command line sets "
+            "one per core)."
+        )
+    return devices[index]
+
+
 @dataclasses.dataclass(frozen=True)
 class Layout:
     """How a run's seeds and shards sit on devices.

@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar, Literal, Self
 
 import tyro
 
-from rollax.training._layout import mesh_shape
+from rollax.training._layout import mesh_shape, parse_device
 from rollax.training._sweep import member_configs, num_members
 from rollax.training._validate import check_fields
 
@@ -56,6 +56,21 @@ class ScaleConfig:
     command line makes each core a device, so several seeds use every core). Seeds spread
     over devices first (they never communicate); the remaining devices split each seed's
     shards, which average their gradients. The global batch does not depend on it."""
+    acting_lag: Literal[0, 1] = 0
+    """Environments that step on the host only: updates by which the parameters that act
+    trail the learner's. 0: act with the latest parameters, then learn (synchronous, and
+    reproducible to the bit). 1: the environments step the next batch while the learner
+    updates on the last one, so that batch acts with the parameters from before the update
+    running beside it (on-policy: batch k+1 with update k's parameters while update k+1
+    learns from batch k; off-policy: the next train_every steps with the parameters from
+    before the learning phase that runs meanwhile). Each run call (one log interval) starts
+    from the latest parameters and ends with its last batch learned."""
+    actor_device: str | None = None
+    """Environments that step on the host only: the device whose programs choose the
+    actions, apart from the learner's: an index into jax.devices() ('1'), or a platform
+    and index ('cpu:0'). None: the learner's device, which runs one program at a time, so
+    there acting waits for an update to end. On a CPU the command line makes each core a
+    device."""
 
     @property
     def num_members(self) -> int:
@@ -125,5 +140,9 @@ class ScaleConfig:
                     f"{name}.num_shards={self.num_shards} must divide {field}={value} (each "
                     f"shard takes an equal share); valid values include {fits}."
                 )
+        if self.acting_lag not in (0, 1):
+            raise ValueError(f"{name}.acting_lag must be 0 or 1, got {self.acting_lag!r}.")
+        if self.actor_device is not None:
+            parse_device(self.actor_device, f"{name}.actor_device")
         if self.sweep:
             self.member_configs()
