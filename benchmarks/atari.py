@@ -75,6 +75,13 @@ def patched_peer(script: Path, into: Path) -> Path:
     return path
 
 
+def rollax_command(steps: str) -> list[str]:
+    """``rollax train``'s PPO on envpool's Breakout for ``steps`` steps (its preset)."""
+    return [sys.executable, "-m", "rollax", "train", "ppo", "--env", "envpool/Breakout-v5",
+            "--total-steps", steps, "--no-progress", "--eval-episodes", "0",
+            "--checkpoint-every", steps]  # fmt: skip
+
+
 def timed(command: list[str], cwd: Path) -> float:
     """Seconds from starting ``command`` to its end (raises where it fails)."""
     start = time.perf_counter()
@@ -96,9 +103,7 @@ def main() -> None:
     banner(f"PPO on envpool's Breakout-v5, {steps} steps: rollax and CleanRL's script")
     for _, _, why in PEER_CHANGES:
         print(f"peer change: {why}")
-    rollax = [sys.executable, "-m", "rollax", "train", "ppo", "--env", "envpool/Breakout-v5",
-              "--total-steps", str(steps), "--no-progress", "--eval-episodes", "0",
-              "--checkpoint-every", str(steps)]  # fmt: skip
+    rollax = rollax_command(str(steps))
     runs = {
         "rollax_sync": rollax,
         "rollax_overlapped": [*rollax, "--acting-lag", "1", "--actor-device", "1"],

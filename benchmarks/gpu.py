@@ -49,6 +49,13 @@ Sections (``--only`` runs some of them):
   and the optimized HLO's instructions and fusions. Not yet measured on a GPU (44
   processes at ``--repeats 1``): run it in a device call of its own.
 
+- ``host``: PPO on ALE's Breakout-v5 stepped on the host with CleanRL's settings and the
+  learner on this device: steps/s synchronous and overlapped (``acting_lag=1``, acting on
+  the CPU), the environments alone and the learner alone for the same iterations (the
+  overlapped wall time over the larger of the two: goal at most 1.15), and with
+  ``CLEANRL_SCRIPT=PATH`` (CleanRL's ``ppo_atari_envpool_xla_jax_scan.py``, fetched) the
+  whole-process steps/s of rollax and of that script (``benchmarks/atari.py``'s runs).
+
 Each section prints one JSON line as it finishes (``{"section": ..., ...}``), so a run cut
 off still returns what it measured; a section that fails prints its error and the others
 go on. The last line is one JSON object with every figure, the device and the versions.
@@ -67,6 +74,7 @@ import contextlib
 import dataclasses
 import functools
 import importlib.metadata
+import importlib.util
 import sys
 import time
 import traceback
@@ -173,6 +181,17 @@ class Sizes:
     one)."""
     compile_iterations: int = 2
     """Iterations of rollax's real run in the compile section (what compiles is the same)."""
+    host_env: str = "ale/Breakout-v5"
+    """The host section's environment: ALE's (a 3 MB wheel; envpool's, 64 MB, does not fit
+    beside the others on a lent machine), with rollax's PPO preset for it."""
+    host_steps: tuple[int, int] = (128, 8)
+    """The host section's PPO: steps per environment between updates and environments
+    (CleanRL's settings)."""
+    host_iterations: int = 10
+    """Timed iterations of the host section's pipeline (after one that compiles)."""
+    host_process_steps: int = 102_400
+    """Steps of each whole-process run of the host section, rollax's and CleanRL's script's
+    (0: none)."""
 
 
 TINY = Sizes(
@@ -231,6 +250,11 @@ TINY = Sizes(
     compile_rows=("ppo",),
     compile_small=True,
     compile_iterations=1,
+    # Two iterations of a toy rollout: the host section's code at a size that compiles and
+    # runs in seconds; no whole-process runs (benchmarks/atari.py's smoke test runs them).
+    host_steps=(8, 2),
+    host_iterations=2,
+    host_process_steps=0,
 )
 
 CARTPOLE_TARGET = 475.0
@@ -680,6 +704,97 @@ def compile_costs(sizes: Sizes, repeats: int) -> dict[str, Any]:
                          iterations=sizes.compile_iterations, episodes=sizes.episodes)  # fmt: skip
 
 
+def host(sizes: Sizes, repeats: int) -> dict[str, Any]:
+    """PPO on Breakout-v5 stepped on the host (``host_env``), the learner on this device.
+
+    In this process: steps/s of the synchronous loop and of the overlapped one
+    (``acting_lag=1``, acting on the CPU beside an accelerator's learner, or on a second
+    CPU device), and the pipeline's parts measured alone for the same iterations: the
+    environments stepped with random actions, the rollouts (acting too), and the learner's
+    updates on one batch. The
+    overlapped wall time over the larger part is the pipeline's overhead (goal: at most
+    1.15). Then, where ``CLEANRL_SCRIPT`` names CleanRL's ``ppo_atari_envpool_xla_jax_scan.py``,
+    ``benchmarks/atari.py``'s whole-process runs of both for ``host_process_steps``.
+    """
+    import os
+    from pathlib import Path
+
+    import atari
+    from rollax.agents.ppo import PRESETS, make_ppo
+
+    env = sizes.host_env
+    num_steps, num_envs = sizes.host_steps
+    config = PRESETS[env].replace(num_steps=num_steps, num_envs=num_envs)
+    beside = (
+        "cpu:0" if jax.default_backend() != "cpu" else ("1" if jax.device_count() > 1 else None)
+    )
+    settings = {"sync": {}, "overlapped": {"acting_lag": 1, "actor_device": beside}}
+    iterations, out = sizes.host_iterations, {"actor_device": beside}
+    for name, options in settings.items():
+        agent = make_ppo(config.replace(**options), env)
+        agent.warmup()
+        state = agent.init(jax.random.key(0))
+        state, _ = agent.run(state, agent.steps_per_iteration)  # first use of every program
+        walls = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            state, _ = agent.run(state, iterations * agent.steps_per_iteration)
+            jax.block_until_ready(state)
+            walls.append(time.perf_counter() - start)
+        out[f"{name}_wall_s"] = float(np.median(walls))
+        out[f"{name}_steps_per_s"] = (
+            iterations * agent.steps_per_iteration / float(np.median(walls))
+        )
+    # The parts alone, on the last agent (the overlapped one): its environments and learner.
+    loop, iteration = agent.run.func.__self__, agent.run.args[0]
+    envs = agent.env.host
+    actions = np.random.default_rng(0).integers(0, envs.action_space.n, (envs.num_envs,))
+    start = time.perf_counter()
+    for _ in range(iterations * num_steps):
+        envs.step(actions)
+    out["environments_alone_s"] = time.perf_counter() - start
+    acting = iteration.acting_state(state)
+    start = time.perf_counter()
+    for _ in range(iterations):  # acting and the environments: the rollout without learning
+        end, batch = iteration.rollout(loop._to_actor(acting))
+    jax.block_until_ready((end, batch))
+    out["rollout_alone_s"] = time.perf_counter() - start
+    end, batch = loop._to_learner((end, batch))
+    learner, totals = state.replace(**iteration.advanced(end)), loop.zero_totals()
+    learner, totals = iteration.update(learner, acting, batch, totals)
+    jax.block_until_ready(learner)
+    start = time.perf_counter()
+    for _ in range(iterations):
+        learner, totals = iteration.update(learner, acting, batch, totals)
+    jax.block_until_ready(learner)
+    out["learner_alone_s"] = time.perf_counter() - start
+    larger = max(out["environments_alone_s"], out["learner_alone_s"])
+    out["overlapped_over_larger_part"] = out["overlapped_wall_s"] / larger
+    out["sync_over_larger_part"] = out["sync_wall_s"] / larger
+    script = os.environ.get("CLEANRL_SCRIPT")
+    if sizes.host_process_steps and script and importlib.util.find_spec("envpool"):
+        import tempfile
+
+        steps = str(sizes.host_process_steps)
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            peer = atari.patched_peer(Path(script), work)
+            rollax = atari.rollax_command(steps)
+            apart = ["--acting-lag", "1", "--actor-device", beside or "1"]  # a core on a CPU
+            runs = {
+                "cleanrl": [sys.executable, str(peer), "--total-timesteps", steps],
+                "rollax_sync": [*rollax, "--run-dir", str(work / "a")],
+                "rollax_overlapped": [*rollax, *apart, "--run-dir", str(work / "b")],
+            }
+            for name, command in runs.items():
+                out[f"process_{name}_steps_per_s"] = int(steps) / atari.timed(command, work)
+        for name in ("rollax_sync", "rollax_overlapped"):
+            out[f"ratio_{name}_over_cleanrl"] = ratio(
+                out[f"process_{name}_steps_per_s"], out["process_cleanrl_steps_per_s"]
+            )
+    return out
+
+
 # ---------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
@@ -693,6 +808,7 @@ SECTIONS: dict[str, Callable[[Sizes, int], dict[str, Any]]] = {
     "playground": playground,
     "pbt": pbt,
     "compile": compile_costs,
+    "host": host,
 }
 
 

@@ -20,6 +20,7 @@ packages=(
     craftax                          # Craftax-Classic
     brax jaxopt trimesh mujoco mujoco-core mujoco-mjx  # Brax's Ant and Humanoid (TD3)
     playground ml_collections lxml tqdm  # MuJoCo Playground's DM Control tasks (MJX, no Warp)
+    ale-py                           # Atari on the host (envpool's 64 MB wheel does not fit)
 )
 specs=()
 for name in "${packages[@]}"; do

@@ -94,6 +94,16 @@ def test_host_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
+@pytest.mark.extra("sb3", "sbx", "mujoco", "rliable")
+def test_mujoco_benchmark_ends_with_json():
+    report = _report("mujoco.py", "--tiny", timeout=900)
+    assert set(report["iqm_return"]) == {"rollax", "sb3", "sbx"}
+    assert set(report["ratio_seconds"]) == {"sb3", "sbx"}
+    for runs in report["runs"].values():
+        assert len(runs) == 2 and all(run["seconds"] > 0 for run in runs)
+
+
+@pytest.mark.slow
 @pytest.mark.extra("flashbax")
 def test_buffers_benchmark_ends_with_json():
     args = "--num-envs 8 --repeats 1 --quick --kinds image"
@@ -236,12 +246,12 @@ def test_worlds_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
-@pytest.mark.extra("gymnax", "rejax", "craftax", "playground")
+@pytest.mark.extra("gymnax", "rejax", "craftax", "playground", "atari")
 def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     # What a session lent a GPU runs first: every section must get there without an error.
     report = _report("gpu.py", "--tiny --repeats 1", timeout=900)
     sections = {"stepping", "ppo", "offpolicy", "craftax", "pixels", "sweep", "agents",
-                "playground", "pbt"}  # fmt: skip
+                "playground", "pbt", "host"}  # fmt: skip
     assert report["backend"] == "cpu" and report["tiny"] is True
     assert {name: report[name].get("error") for name in sections} == dict.fromkeys(sections)
     assert report["stepping"]["CartPole-v1@64"]["gymnax"] > 0
@@ -251,6 +261,8 @@ def test_gpu_benchmark_runs_every_section_tiny_on_the_cpu():
     assert agents["ratio_pqn_wall"] > 0 and agents["ratio_td3_Pendulum-v1_wall"] > 0
     assert "td3_Pendulum-v1_error" not in agents
     assert report["pbt"]["ratio_wall"] > 0 and report["pbt"]["pbt"]["chosen"] in range(8)
+    host = report["host"]
+    assert host["sync_steps_per_s"] > 0 and host["overlapped_over_larger_part"] > 0
     playground = report["playground"]
     resets = playground["CartpoleBalance@8"]
     assert resets["limit 16 | default / playground cached"] > 0
