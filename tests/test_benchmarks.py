@@ -94,16 +94,6 @@ def test_host_benchmark_ends_with_json():
 
 
 @pytest.mark.slow
-@pytest.mark.extra("sb3", "sbx", "mujoco", "rliable")
-def test_mujoco_benchmark_ends_with_json():
-    report = _report("mujoco.py", "--tiny", timeout=900)
-    assert set(report["iqm_return"]) == {"rollax", "sb3", "sbx"}
-    assert set(report["ratio_seconds"]) == {"sb3", "sbx"}
-    for runs in report["runs"].values():
-        assert len(runs) == 2 and all(run["seconds"] > 0 for run in runs)
-
-
-@pytest.mark.slow
 @pytest.mark.extra("flashbax")
 def test_buffers_benchmark_ends_with_json():
     args = "--num-envs 8 --repeats 1 --quick --kinds image"

@@ -409,23 +409,26 @@ def act_and_store(
 
 
 def learn_from_replay(
-    driver: OffPolicyDriver, state: OffPolicyState
+    driver: OffPolicyDriver, state: OffPolicyState, drawn: Any = None
 ) -> tuple[Any, BufferState, PRNGKey, dict[str, jax.Array]]:
     """``gradient_steps`` steps of the learner's ``learn``, each on a sample of the replay.
 
-    Returns the learner, the replay (its priorities updated where prioritized), the state's
-    next key and the mean of each metric over the steps.
+    ``drawn``: the steps' samples drawn beforehand (:func:`draw_samples`, for a replay that
+    sampling leaves unchanged); ``None``: each step samples the state's replay.
+
+    Returns the learner, the replay (its priorities updated where prioritized; the state's
+    own where ``drawn`` is given), the state's next key and the mean of each metric over the
+    steps.
     """
     config, buffer, learner = driver.config, driver.buffer, driver.learner
-    shard_batch = config.batch_size // config.num_shards
     key, learn_key = jax.random.split(state.key)
 
-    def gradient_step(carry: tuple, key: PRNGKey) -> tuple:
+    def gradient_step(carry: tuple, xs: tuple) -> tuple:
         seed_learner, replay = carry
+        key, sample = xs
         k_sample, k_learn = jax.random.split(key)
-        exponent = learner.importance_exponent
-        beta = 1.0 if exponent is None else exponent(seed_learner)
-        sample = buffer.sample(replay, k_sample, shard_batch, beta)
+        if sample is None:
+            sample = _sample(driver, replay, seed_learner, k_sample)
         batch = sample.item.replace(
             obs=driver.observe(state.obs_stats, sample.item.obs),
             next_obs=driver.observe(state.obs_stats, sample.item.next_obs),
@@ -439,12 +442,36 @@ def learn_from_replay(
             seed_learner, metrics = learner.learn(seed_learner, batch, sample.weight, k_learn)
         return (seed_learner, replay), metrics
 
+    replay = state.buffer if drawn is None else ()
+    keys = jax.random.split(learn_key, config.gradient_steps)
     (seed_learner, replay), metrics = jax.lax.scan(
-        gradient_step,
-        (state.learner, state.buffer),
-        jax.random.split(learn_key, config.gradient_steps),
+        gradient_step, (state.learner, replay), (keys, drawn)
     )
+    replay = state.buffer if drawn is not None else replay
     return seed_learner, replay, key, jax.tree.map(lambda m: m.mean(axis=0), metrics)
+
+
+def draw_samples(driver: OffPolicyDriver, state: OffPolicyState) -> Any:
+    """What :func:`learn_from_replay`'s steps would sample, drawn at once.
+
+    Leaves ``(gradient_steps, batch / shards, ...)``.
+
+    The same keys, so the same samples, for a replay that sampling leaves unchanged (not
+    prioritized, no importance exponent). Drawn outside the learning phase's branch, they
+    keep the replay out of it: XLA would copy a replay that passes through a branch.
+    """
+    _, learn_key = jax.random.split(state.key)
+    keys = jax.random.split(learn_key, driver.config.gradient_steps)
+    return jax.lax.map(
+        lambda k: _sample(driver, state.buffer, state.learner, jax.random.split(k)[0]), keys
+    )
+
+
+def _sample(driver: OffPolicyDriver, replay: BufferState, seed_learner: Any, key: PRNGKey) -> Any:
+    """One gradient step's sample of ``replay``."""
+    config, exponent = driver.config, driver.learner.importance_exponent
+    beta = 1.0 if exponent is None else exponent(seed_learner)
+    return driver.buffer.sample(replay, key, config.batch_size // config.num_shards, beta)
 
 
 def iteration(
@@ -480,12 +507,22 @@ def learning_phase(
     stored = jnp.minimum(state.stored + config.num_envs * config.train_every, config.buffer_size)
     learning = stored >= config.learning_starts
 
+    # A replay that sampling leaves unchanged is sampled before the branch and kept out of
+    # it: XLA copies whatever passes through a branch, a whole replay on every phase.
+    apart = not driver.buffer.prioritized and driver.learner.importance_exponent is None
+    drawn = draw_samples(driver, state) if apart else None
+    operand = state.replace(buffer=()) if apart else state
+
     def skip(state: OffPolicyState) -> tuple:
         zeros = {name: jnp.zeros((), jnp.float32) for name in driver.learner.metric_names}
         return state.learner, state.buffer, state.key, zeros
 
-    learn = functools.partial(learn_from_replay, driver)
-    learner, replay, key, metrics = jax.lax.cond(learning, learn, skip, state)
+    def learn(state: OffPolicyState) -> tuple:
+        learner, replay, key, metrics = learn_from_replay(driver, state, drawn)
+        return learner, () if apart else replay, key, metrics
+
+    learner, replay, key, metrics = jax.lax.cond(learning, learn, skip, operand)
+    replay = state.buffer if apart else replay
     state = state.replace(
         learner=learner,
         buffer=replay,

@@ -50,7 +50,9 @@ class OffPolicyHostIteration(HostIteration):
         layout = loop.state_layout
         self._explore = loop.mapped(functools.partial(explore, driver), (layout,), SHARD)
         self._advance = loop.mapped(self._advanced, (layout, SHARD, SHARD, SHARD), (layout, SHARD))
-        self._learn = loop.mapped(self._learned, (layout, SHARD, SHARD), (layout, SHARD))
+        self._learn = loop.mapped(
+            self._learned, (layout, layout.buffer, SHARD, SHARD), (layout, SHARD), donate=(1,)
+        )
         self._lagged = loop.config.acting_lag > 0
 
     # One member's programs.
@@ -61,10 +63,12 @@ class OffPolicyHostIteration(HostIteration):
         state, ended = advance(self.driver, state, action, exploration, carry, key, ts, ())
         return state, jax.tree.map(jnp.add, sums, ended)
 
-    def _learned(self, state: OffPolicyState, steps: tuple, totals: dict) -> tuple:
-        """The steps' transitions stored, then the learning phase; its metrics in ``totals``."""
+    def _learned(self, state: OffPolicyState, buffer: Any, steps: tuple, totals: dict) -> tuple:
+        """The steps' transitions stored, then the learning phase; its metrics in ``totals``.
+
+        ``buffer`` is the state's replay, apart so that the program adds to it in place.
+        """
         records, (episodes, return_sum) = steps
-        buffer = state.buffer
         for before, acted, ts in records:
             step_state = state.replace(**before)
             transition = stored_transition(step_state, acted[0], acted[2], ts)
@@ -129,7 +133,7 @@ class OffPolicyHostIteration(HostIteration):
     ) -> tuple[OffPolicyState, dict]:  # fmt: skip
         """The rollout's transitions stored, then the learning phase."""
         del acted
-        return self._learn(state, batch, totals)
+        return self._learn(state.replace(buffer=()), state.buffer, batch, totals)
 
     def compile_jobs(self, state: OffPolicyState, totals: dict) -> list:
         """Acting, advancing and learning, for a state of these shapes."""
@@ -152,5 +156,5 @@ class OffPolicyHostIteration(HostIteration):
         return [
             lambda: self._explore.lower(acting).compile(),
             lambda: self._advance.lower(acting, acted, ts, ended).compile(),
-            lambda: self._learn.lower(state, steps, totals).compile(),
+            lambda: self._learn.lower(acting, state.buffer, steps, totals).compile(),
         ]

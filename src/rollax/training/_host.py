@@ -151,9 +151,16 @@ class HostLoop:
         members = [self.pieces.hyperparams(c) for c in self.config.member_configs()]
         return jax.tree.map(lambda *values: np.asarray(values, np.float32), *members)
 
-    def mapped(self, fn: Callable[..., Any], in_layouts: Sequence[Any], out_layout: Any) -> Any:
-        """``fn`` of one member on its shard, compiled over every member."""
-        return jax.jit(self.layout.map(fn, in_layouts, out_layout))
+    def mapped(
+        self, fn: Callable[..., Any], in_layouts: Sequence[Any], out_layout: Any,
+        donate: tuple[int, ...] = (),
+    ) -> Any:  # fmt: skip
+        """``fn`` of one member on its shard, compiled over every member.
+
+        ``donate``: the positions of arguments the program may overwrite (a replay it adds
+        to in place, where a copy would cost a whole replay a step).
+        """
+        return jax.jit(self.layout.map(fn, in_layouts, out_layout), donate_argnums=donate)
 
     def rows(self, tree: Any) -> Any:
         """The host batch's arrays ``(members * n, ...)`` as ``(members, 1, n, ...)``."""
